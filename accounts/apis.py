@@ -1,0 +1,116 @@
+"""HTTP API for the caller's identity, projects and API keys."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+from accounts.models import ApiKey
+from accounts.selectors import api_key_list, project_list
+from accounts.services import api_key_create, api_key_revoke
+from config.api import StrictCharField, StrictInputSerializer
+from config.exceptions import AccessDenied
+
+
+class MeOutputSerializer(serializers.Serializer):
+    user_id = serializers.IntegerField(allow_null=True)
+    username = serializers.CharField(allow_null=True)
+    external_id = serializers.CharField(allow_null=True)
+    is_admin = serializers.BooleanField()
+    is_service = serializers.BooleanField()
+    api_key_prefix = serializers.CharField(allow_null=True)
+
+
+class MeApi(APIView):
+    @extend_schema(responses=MeOutputSerializer, summary="Who this request acts as")
+    def get(self, request: Request) -> Response:
+        actor = Actor.from_request(request)
+        user = actor.user
+        return Response(
+            MeOutputSerializer(
+                {
+                    "user_id": user.pk if user else None,
+                    "username": user.username if user else None,
+                    "external_id": user.external_id if user else None,
+                    "is_admin": actor.is_admin,
+                    "is_service": actor.is_service,
+                    "api_key_prefix": actor.api_key.prefix if actor.api_key else None,
+                }
+            ).data
+        )
+
+
+class ProjectOutputSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ProjectListApi(APIView):
+    @extend_schema(responses=ProjectOutputSerializer(many=True), summary="Projects you can see")
+    def get(self, request: Request) -> Response:
+        projects = project_list(actor=Actor.from_request(request))
+        return Response(ProjectOutputSerializer(projects, many=True).data)
+
+
+class ApiKeyInputSerializer(StrictInputSerializer):
+    name = StrictCharField(max_length=100)
+    kind = serializers.ChoiceField(choices=ApiKey.Kind.choices, default=ApiKey.Kind.USER)
+
+
+class ApiKeyOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    prefix = serializers.CharField()
+    owner = serializers.CharField(source="owner.username")
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
+    key = serializers.CharField(help_text="The raw key. Shown this once; only its digest is stored.")
+
+
+def _human_actor(request: Request) -> Actor:
+    """Key management is for people: a service key cannot mint or revoke keys."""
+    actor = Actor.from_request(request)
+    if actor.is_service or actor.user is None:
+        raise AccessDenied("Service keys cannot manage API keys.")
+    return actor
+
+
+class ApiKeyListCreateApi(APIView):
+    @extend_schema(responses=ApiKeyOutputSerializer(many=True), summary="Your API keys (admins: all keys)")
+    def get(self, request: Request) -> Response:
+        return Response(ApiKeyOutputSerializer(api_key_list(actor=_human_actor(request)), many=True).data)
+
+    @extend_schema(
+        request=ApiKeyInputSerializer,
+        responses={201: ApiKeyCreatedOutputSerializer},
+        summary="Create an API key; the raw key is in this response only",
+    )
+    def post(self, request: Request) -> Response:
+        actor = _human_actor(request)
+        serializer = ApiKeyInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        if serializer.validated_data["kind"] == ApiKey.Kind.SERVICE and not actor.is_admin:
+            raise AccessDenied("Only staff admins may create service keys.", field="kind")
+        key, raw = api_key_create(owner=actor.user, **serializer.validated_data)
+        key.key = raw
+        return Response(ApiKeyCreatedOutputSerializer(key).data, status=status.HTTP_201_CREATED)
+
+
+class ApiKeyRevokeApi(APIView):
+    @extend_schema(request=None, responses=ApiKeyOutputSerializer, summary="Revoke an API key")
+    def post(self, request: Request, key_id: str) -> Response:
+        key = api_key_list(actor=_human_actor(request)).filter(pk=key_id).first()
+        if key is None:
+            raise NotFound("No such API key.")
+        return Response(ApiKeyOutputSerializer(api_key_revoke(api_key=key)).data)

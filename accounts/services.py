@@ -1,0 +1,151 @@
+"""Writes of accounts data: users, projects, memberships, API keys."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+from datetime import datetime
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import ApiKey, Project, ProjectMembership, User
+from accounts.selectors import api_key_digest, user_get_by_external_id
+from config.exceptions import ApplicationError
+
+logger = logging.getLogger(__name__)
+
+API_KEY_SCHEME = "llk"
+EXTERNAL_ID_MAX = 255
+
+
+def _external_username(external_id: str) -> str:
+    username = f"ext:{external_id}"
+    if len(username) <= 150:
+        return username
+    return "ext:" + hashlib.sha256(external_id.encode()).hexdigest()
+
+
+def validate_external_id(external_id: str, *, field: str = "X-On-Behalf-Of") -> str:
+    """An external user id: 1..255 printable characters, surrounding spaces removed."""
+    value = (external_id or "").strip()
+    if not value:
+        raise ApplicationError("An external user id must not be empty.", field=field)
+    if len(value) > EXTERNAL_ID_MAX:
+        raise ApplicationError(f"An external user id is at most {EXTERNAL_ID_MAX} characters.", field=field)
+    if not value.isprintable():
+        raise ApplicationError("An external user id must not contain control characters.", field=field)
+    return value
+
+
+def user_get_or_create_external(*, external_id: str) -> User:
+    """The user a service names by external id; created on first sight."""
+    external_id = validate_external_id(external_id)
+    user = user_get_by_external_id(external_id=external_id)
+    if user is not None:
+        return user
+    try:
+        with transaction.atomic():
+            user = User(username=_external_username(external_id), external_id=external_id)
+            user.set_unusable_password()
+            user.save()
+            return user
+    except IntegrityError:
+        # Another request created it first.
+        user = user_get_by_external_id(external_id=external_id)
+        if user is None:
+            raise
+        return user
+
+
+def user_ensure(*, username: str, password: str, is_staff: bool = False, external_id: str | None = None) -> User:
+    """The user with this username; created (staff admins as superusers) with the password if new."""
+    user = User.objects.filter(username=username).first()
+    if user is not None:
+        return user
+    user = User(username=username, is_staff=is_staff, is_superuser=is_staff, external_id=external_id)
+    user.set_password(password)
+    user.save()
+    return user
+
+
+def project_ensure(*, slug: str, name: str) -> Project:
+    """The project with this slug; created with the name if new."""
+    project, _ = Project.objects.get_or_create(slug=slug, defaults={"name": name})
+    return project
+
+
+def project_member_add(*, project: Project, user: User, role: str = ProjectMembership.Role.MEMBER) -> ProjectMembership:
+    """Add a user to a project, or change their role there."""
+    if role not in ProjectMembership.Role.values:
+        raise ApplicationError(f"Unknown role {role!r}.", field="role")
+    membership, _ = ProjectMembership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+    return membership
+
+
+def api_key_create(*, owner: User, name: str, kind: str = ApiKey.Kind.USER) -> tuple[ApiKey, str]:
+    """Create a key; returns the row and the raw key, which is never stored or shown again."""
+    if kind not in ApiKey.Kind.values:
+        raise ApplicationError(f"Unknown key kind {kind!r}; use 'user' or 'service'.", field="kind")
+    name = (name or "").strip()
+    if not name:
+        raise ApplicationError("A key needs a name.", field="name")
+    if kind == ApiKey.Kind.SERVICE and not owner.is_staff:
+        raise ApplicationError("Only staff admins may own service keys.", field="kind", code="permission_denied")
+    raw = f"{API_KEY_SCHEME}_{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"
+    key = ApiKey.objects.create(
+        owner=owner, name=name[:100], kind=kind, prefix=raw[:12], hashed_key=api_key_digest(raw)
+    )
+    return key, raw
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    """Revoke a key (idempotent); the row stays for the audit trail."""
+    with transaction.atomic():
+        key = ApiKey.objects.select_for_update().get(pk=api_key.pk)
+        if key.revoked_at is None:
+            key.revoked_at = timezone.now()
+            key.save(update_fields=["revoked_at"])
+    return key
+
+
+def api_key_mark_used(*, api_key_id: str, used_at: datetime) -> int:
+    """Move a key's last_used_at forward to ``used_at`` (never back); returns rows changed."""
+    return (
+        ApiKey.objects.filter(pk=api_key_id)
+        .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at))
+        .update(last_used_at=used_at)
+    )
+
+
+# Per-process memo of when each key's use was last reported, so a busy key costs one
+# task per resolution window instead of one per request.
+_last_reported: dict[str, float] = {}
+
+
+def api_key_note_use(*, api_key: ApiKey) -> None:
+    """Record a key's use off the request path, at most once per resolution window."""
+    from accounts.tasks import api_key_mark_used_task
+
+    resolution = settings.API_KEY_LAST_USED_RESOLUTION
+    now = timezone.now()
+    if api_key.last_used_at and (now - api_key.last_used_at).total_seconds() < resolution:
+        return
+    key_id = str(api_key.pk)
+    mono = time.monotonic()
+    if mono - _last_reported.get(key_id, -1e18) < resolution:
+        return
+    _last_reported[key_id] = mono
+
+    def enqueue() -> None:
+        try:
+            api_key_mark_used_task.delay(key_id, now.isoformat())
+        except Exception:
+            _last_reported.pop(key_id, None)
+            logger.warning("could not enqueue the usage stamp of api key %s", key_id, exc_info=True)
+
+    transaction.on_commit(enqueue)

@@ -1,0 +1,47 @@
+"""Small pieces every API module shares: strict input fields, pagination, filtering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework import serializers
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of turning them into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictInputSerializer(serializers.Serializer):
+    """An input serializer that names unknown fields instead of ignoring them."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class NewestFirstCursorPagination(CursorPagination):
+    """Stable cursor pages over ``created_at`` (ties broken by id)."""
+
+    ordering = ("-created_at", "-id")
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+def filter_queryset(filterset_class: type, request: Request, queryset: QuerySet) -> QuerySet:
+    """Apply a FilterSet to a queryset; invalid filter values are a 400 naming the parameter."""
+    filterset = filterset_class(request.query_params, queryset=queryset, request=request)
+    if not filterset.is_valid():
+        raise serializers.ValidationError(filterset.errors)
+    return filterset.qs

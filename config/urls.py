@@ -1,0 +1,25 @@
+"""Root URLs: the API under /api/v1/, its schema and docs, the admin, and /healthz."""
+
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import TemplateView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config.health import healthz
+
+api_v1 = [
+    path("", include("accounts.urls")),
+    path("feedback/", include("feedback.urls")),
+]
+
+urlpatterns = [
+    path("", TemplateView.as_view(template_name="home.html"), name="home"),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api-auth/", include("rest_framework.urls")),
+]
+
+handler404 = "config.exceptions.json_not_found"

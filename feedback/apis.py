@@ -1,0 +1,250 @@
+"""HTTP API of the event stream and task ratings: thin views over services and selectors."""
+
+from __future__ import annotations
+
+from dataclasses import fields as dataclass_fields
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+from config.api import NewestFirstCursorPagination, StrictCharField, StrictInputSerializer, filter_queryset
+from config.exceptions import flatten_errors
+from feedback.filters import FeedbackEventFilter, TaskFeedbackFilter
+from feedback.models import EventFamily, Signal, TaskFeedback
+from feedback.selectors import event_get, event_list, task_feedback_get, task_feedback_list
+from feedback.services import BulkWriteError, EventInput, event_record, events_record_bulk, task_feedback_record
+
+IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
+_EVENT_INPUT_FIELDS = {f.name for f in dataclass_fields(EventInput)}
+
+
+def _text(max_length: int, **kwargs) -> StrictCharField:
+    return StrictCharField(required=False, allow_blank=True, max_length=max_length, trim_whitespace=False, **kwargs)
+
+
+class EventInputSerializer(StrictInputSerializer):
+    event_type = StrictCharField(max_length=100)
+    event_family = serializers.ChoiceField(choices=EventFamily.choices)
+    signal = serializers.ChoiceField(choices=Signal.choices)
+    user_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    project = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, max_length=100, help_text="Project slug."
+    )
+    target_id = _text(255)
+    session_id = _text(255)
+    source_table = _text(100)
+    source_record_id = _text(255)
+    surface = _text(100)
+    subject_type = _text(100)
+    subject_id = _text(255)
+    reason_category = _text(100)
+    free_text = _text(settings.FEEDBACK_MAX_TEXT_CHARS)
+    before_snapshot = serializers.JSONField(required=False, allow_null=True)
+    after_snapshot = serializers.JSONField(required=False, allow_null=True)
+    source_context = serializers.DictField(required=False)
+    metadata = serializers.DictField(required=False)
+    private = serializers.BooleanField(required=False, default=False)
+    idempotency_key = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=255,
+        help_text="Client key: a retry with the same key returns the original event.",
+    )
+
+    @staticmethod
+    def event_input(validated: dict) -> EventInput:
+        data = dict(validated)
+        data["project_slug"] = data.pop("project", None) or None
+        return EventInput(**{k: v for k, v in data.items() if k in _EVENT_INPUT_FIELDS})
+
+
+class EventOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    user_id = serializers.IntegerField(allow_null=True)
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    target_id = serializers.CharField()
+    session_id = serializers.CharField()
+    source_table = serializers.CharField()
+    source_record_id = serializers.CharField()
+    event_type = serializers.CharField()
+    event_family = serializers.CharField()
+    surface = serializers.CharField()
+    subject_type = serializers.CharField()
+    subject_id = serializers.CharField()
+    signal = serializers.CharField()
+    reason_category = serializers.CharField()
+    free_text = serializers.CharField()
+    before_snapshot = serializers.JSONField(allow_null=True)
+    after_snapshot = serializers.JSONField(allow_null=True)
+    source_context = serializers.JSONField()
+    metadata = serializers.JSONField()
+    private = serializers.BooleanField()
+    idempotency_key = serializers.CharField(allow_null=True)
+
+
+class EventBulkInputSerializer(StrictInputSerializer):
+    events = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+
+
+class EventBulkOutputSerializer(serializers.Serializer):
+    created = serializers.IntegerField(help_text="Events newly stored.")
+    replayed = serializers.IntegerField(help_text="Events already stored under the same idempotency keys.")
+    ids = serializers.ListField(child=serializers.UUIDField(), help_text="Event ids, in request order.")
+
+
+def _idempotency_from_header(request: Request, payload: dict) -> dict:
+    header = request.META.get(IDEMPOTENCY_HEADER)
+    if header and isinstance(payload, dict) and not payload.get("idempotency_key"):
+        payload = {**payload, "idempotency_key": header}
+    return payload
+
+
+class FeedbackEventListCreateApi(APIView):
+    """The event stream: append one event, or list the events you may read."""
+
+    @extend_schema(
+        request=EventInputSerializer,
+        responses={201: EventOutputSerializer, 200: EventOutputSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", location=OpenApiParameter.HEADER, required=False)],
+        summary="Append one feedback event (200 with the original event for a repeated idempotency key)",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = EventInputSerializer(data=_idempotency_from_header(request, request.data))
+        serializer.is_valid(raise_exception=True)
+        write = event_record(
+            actor=Actor.from_request(request), data=EventInputSerializer.event_input(serializer.validated_data)
+        )
+        return Response(
+            EventOutputSerializer(write.event).data,
+            status=status.HTTP_201_CREATED if write.created else status.HTTP_200_OK,
+            headers={} if write.created else {"Idempotent-Replayed": "true"},
+        )
+
+    @extend_schema(
+        parameters=[FeedbackEventFilter],
+        responses=EventOutputSerializer(many=True),
+        summary="List feedback events you may read (cursor pagination, newest first)",
+    )
+    def get(self, request: Request) -> Response:
+        queryset = filter_queryset(FeedbackEventFilter, request, event_list(actor=Actor.from_request(request)))
+        paginator = NewestFirstCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(EventOutputSerializer(page, many=True).data)
+
+
+class FeedbackEventBulkApi(APIView):
+    """Append up to FEEDBACK_BULK_MAX_EVENTS events in one transaction: all or nothing."""
+
+    @extend_schema(
+        request=EventBulkInputSerializer,
+        responses={201: EventBulkOutputSerializer},
+        summary="Append many feedback events atomically, with a per-item error report",
+    )
+    def post(self, request: Request) -> Response:
+        outer = EventBulkInputSerializer(data=request.data)
+        outer.is_valid(raise_exception=True)
+        raw_items = outer.validated_data["events"]
+        limit = settings.FEEDBACK_BULK_MAX_EVENTS
+        if len(raw_items) > limit:
+            raise serializers.ValidationError(
+                {"events": [f"At most {limit} events per request; got {len(raw_items)}."]}
+            )
+        items = EventInputSerializer(data=raw_items, many=True)
+        if not items.is_valid():
+            errors = items.errors  # {index: errors} in current DRF, a list aligned with the items before
+            indexed = errors.items() if isinstance(errors, dict) else enumerate(errors)
+            bad = [{"index": int(i), "fields": flatten_errors(errs)} for i, errs in sorted(indexed) if errs]
+            raise BulkWriteError(bad, len(raw_items))
+        inputs = [EventInputSerializer.event_input(validated) for validated in items.validated_data]
+        writes = events_record_bulk(actor=Actor.from_request(request), items=inputs)
+        created = sum(1 for w in writes if w.created)
+        body = {"created": created, "replayed": len(writes) - created, "ids": [w.event.id for w in writes]}
+        return Response(EventBulkOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class FeedbackEventDetailApi(APIView):
+    @extend_schema(responses=EventOutputSerializer, summary="One feedback event (404 if you may not read it)")
+    def get(self, request: Request, event_id: str) -> Response:
+        event = event_get(actor=Actor.from_request(request), event_id=event_id)
+        if event is None:
+            raise NotFound("No such event.")
+        return Response(EventOutputSerializer(event).data)
+
+
+class TaskFeedbackInputSerializer(StrictInputSerializer):
+    task_snapshot = serializers.DictField(help_text="The generated task as the user saw it.")
+    rating = serializers.ChoiceField(choices=TaskFeedback.Rating.choices)
+    reason = _text(settings.FEEDBACK_MAX_TEXT_CHARS)
+    completed = serializers.BooleanField(required=False, default=False)
+    project = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=100)
+    user_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    surface = _text(100)
+    idempotency_key = StrictCharField(required=False, allow_null=True, max_length=255)
+
+
+class TaskFeedbackOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    user_id = serializers.IntegerField()
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    task_snapshot = serializers.JSONField()
+    rating = serializers.CharField()
+    reason = serializers.CharField()
+    completed = serializers.BooleanField()
+    promoted = serializers.BooleanField()
+
+
+class TaskFeedbackListCreateApi(APIView):
+    """Rate a generated task (good/bad, with a reason); the rating is also appended to the event stream."""
+
+    @extend_schema(
+        request=TaskFeedbackInputSerializer,
+        responses={201: TaskFeedbackOutputSerializer, 200: TaskFeedbackOutputSerializer},
+        summary="Rate a generated task",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = TaskFeedbackInputSerializer(data=_idempotency_from_header(request, request.data))
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        feedback, created = task_feedback_record(
+            actor=Actor.from_request(request),
+            task_snapshot=data["task_snapshot"],
+            rating=data["rating"],
+            reason=data.get("reason", ""),
+            completed=data["completed"],
+            project_slug=data.get("project") or None,
+            user_id=data.get("user_id"),
+            surface=data.get("surface", ""),
+            idempotency_key=data.get("idempotency_key"),
+        )
+        return Response(
+            TaskFeedbackOutputSerializer(feedback).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    @extend_schema(
+        parameters=[TaskFeedbackFilter],
+        responses=TaskFeedbackOutputSerializer(many=True),
+        summary="List task ratings you may read",
+    )
+    def get(self, request: Request) -> Response:
+        queryset = filter_queryset(TaskFeedbackFilter, request, task_feedback_list(actor=Actor.from_request(request)))
+        paginator = NewestFirstCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(TaskFeedbackOutputSerializer(page, many=True).data)
+
+
+class TaskFeedbackDetailApi(APIView):
+    @extend_schema(responses=TaskFeedbackOutputSerializer, summary="One task rating")
+    def get(self, request: Request, feedback_id: str) -> Response:
+        feedback = task_feedback_get(actor=Actor.from_request(request), feedback_id=feedback_id)
+        if feedback is None:
+            raise NotFound("No such task feedback.")
+        return Response(TaskFeedbackOutputSerializer(feedback).data)

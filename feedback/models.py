@@ -1,0 +1,156 @@
+"""The unified, append-only feedback event stream, and task ratings."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, NoReturn
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class EventFamily(models.TextChoices):
+    RETRIEVAL = "retrieval"
+    ATTRIBUTION = "attribution"
+    ASSISTANT_RESPONSE = "assistant_response"
+    TOOL_ACTION = "tool_action"
+    TASK_GENERATION = "task_generation"
+    PACKET_QUALITY = "packet_quality"
+    DOCUMENT_REVIEW = "document_review"
+    USER_PREFERENCE = "user_preference"
+    WORKFLOW_OUTCOME = "workflow_outcome"
+    EVAL_FAILURE = "eval_failure"
+
+
+class Signal(models.TextChoices):
+    POSITIVE = "positive"
+    NEGATIVE = "negative"
+    CORRECTED = "corrected"
+    ACCEPTED = "accepted"
+    IGNORED = "ignored"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    NEEDS_REVIEW = "needs_review"
+    STALE = "stale"
+    CONFLICTING = "conflicting"
+
+
+# Events about a person's own preferences or memories are theirs alone (and admins').
+PRIVATE_FAMILIES = frozenset({EventFamily.USER_PREFERENCE})
+PRIVATE_SUBJECT_TYPES = frozenset({"preference", "memory"})
+
+
+class AppendOnlyError(Exception):
+    """Raised on any attempt to change or remove a feedback event."""
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError("Feedback events are append-only: they cannot be updated.")
+
+    def delete(self) -> NoReturn:
+        raise AppendOnlyError("Feedback events are append-only: they cannot be deleted.")
+
+    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> NoReturn:
+        raise AppendOnlyError("Feedback events are append-only: they cannot be updated.")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError("Feedback events are append-only: they cannot be updated.")
+
+
+class FeedbackEvent(models.Model):
+    """One observed signal from any surface. Written only by ``feedback.services``."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # PROTECT: an append-only stream cannot cascade-delete; deactivate users instead.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    target_id = models.CharField(max_length=255, blank=True, default="")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    source_table = models.CharField(max_length=100, blank=True, default="")
+    source_record_id = models.CharField(max_length=255, blank=True, default="")
+    event_type = models.CharField(max_length=100)
+    event_family = models.CharField(max_length=32, choices=EventFamily.choices)
+    surface = models.CharField(max_length=100, blank=True, default="")
+    subject_type = models.CharField(max_length=100, blank=True, default="")
+    subject_id = models.CharField(max_length=255, blank=True, default="")
+    signal = models.CharField(max_length=32, choices=Signal.choices)
+    reason_category = models.CharField(max_length=100, blank=True, default="")
+    free_text = models.TextField(blank=True, default="")
+    before_snapshot = models.JSONField(null=True, blank=True)
+    after_snapshot = models.JSONField(null=True, blank=True)
+    source_context = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Beyond the source design: access and idempotency.
+    private = models.BooleanField(default=False)
+    writer = models.CharField(max_length=64, editable=False)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, editable=False)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        db_table = "ai_feedback_events"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index("project", "event_family", models.F("created_at").desc(), name="fe_project_family_created"),
+            models.Index("target_id", "event_family", models.F("created_at").desc(), name="fe_target_family_created"),
+            models.Index("subject_type", "subject_id", models.F("created_at").desc(), name="fe_subject_created"),
+            models.Index(fields=["source_table", "source_record_id"], name="fe_source_record"),
+            models.Index("event_type", "signal", models.F("created_at").desc(), name="fe_type_signal_created"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(event_family__in=EventFamily.values), name="fe_event_family_valid"),
+            models.CheckConstraint(condition=Q(signal__in=Signal.values), name="fe_signal_valid"),
+            models.CheckConstraint(condition=~Q(event_type=""), name="fe_event_type_not_empty"),
+            models.UniqueConstraint(
+                fields=["writer", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="fe_writer_idempotency_key_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_family}/{self.event_type}: {self.signal}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("Feedback events are append-only: they cannot be updated.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError("Feedback events are append-only: they cannot be deleted.")
+
+
+class TaskFeedback(models.Model):
+    """A user's rating of a generated task; the evidence behind task examples."""
+
+    class Rating(models.TextChoices):
+        GOOD = "good"
+        BAD = "bad"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    task_snapshot = models.JSONField()
+    rating = models.CharField(max_length=8, choices=Rating.choices)
+    reason = models.TextField(blank=True, default="")
+    completed = models.BooleanField(default=False)
+    # Set only by the promotion ledger once an admin approved this as a task example.
+    promoted = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "ai_task_feedback"
+        ordering = ["-created_at"]
+        indexes = [models.Index("user", models.F("created_at").desc(), name="tf_user_created")]
+        constraints = [
+            models.CheckConstraint(condition=Q(rating__in=["good", "bad"]), name="tf_rating_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"task feedback {self.id} ({self.rating})"

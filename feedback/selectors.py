@@ -1,0 +1,51 @@
+"""Reads of the event stream and task ratings, with the design's access rules applied."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from accounts.actors import Actor
+from accounts.selectors import project_ids_for_user
+from feedback.models import FeedbackEvent, TaskFeedback
+
+
+def event_visibility_q(*, actor: Actor) -> Q:
+    """The events an actor may read.
+
+    Services and staff admins read everything. A user reads their own events, and the
+    non-private events of the projects they are a member of. Private (preference and
+    memory) events are for their owner and admins only.
+    """
+    if actor.sees_everything:
+        return Q()
+    if actor.user is None:
+        return Q(pk__in=[])
+    return Q(user=actor.user) | Q(project_id__in=project_ids_for_user(user=actor.user), private=False)
+
+
+def event_list(*, actor: Actor) -> QuerySet[FeedbackEvent]:
+    """Events the actor may read, newest first (filters are applied by the caller's FilterSet)."""
+    return (
+        FeedbackEvent.objects.filter(event_visibility_q(actor=actor))
+        .select_related("project")
+        .order_by("-created_at", "-id")
+    )
+
+
+def event_get(*, actor: Actor, event_id: str) -> FeedbackEvent | None:
+    """One event if the actor may read it; None otherwise (so ids of others' events do not leak)."""
+    return event_list(actor=actor).filter(pk=event_id).first()
+
+
+def task_feedback_list(*, actor: Actor) -> QuerySet[TaskFeedback]:
+    """Task ratings the actor may read: own, their projects', or all for admins and services."""
+    qs = TaskFeedback.objects.select_related("project").order_by("-created_at", "-id")
+    if actor.sees_everything:
+        return qs
+    if actor.user is None:
+        return qs.none()
+    return qs.filter(Q(user=actor.user) | Q(project_id__in=project_ids_for_user(user=actor.user)))
+
+
+def task_feedback_get(*, actor: Actor, feedback_id: str) -> TaskFeedback | None:
+    return task_feedback_list(actor=actor).filter(pk=feedback_id).first()

@@ -1,0 +1,1 @@
+"""learning: see ../shared/ARCHITECTURE.md; its models arrive with their issue."""

@@ -1,0 +1,1 @@
+"""promotions: see ../shared/ARCHITECTURE.md; its models arrive with their issue."""

@@ -1,0 +1,1 @@
+"""retrieval: see ../shared/ARCHITECTURE.md; its models arrive with their issue."""

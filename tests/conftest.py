@@ -1,0 +1,70 @@
+"""Shared fixtures: the roles of the access rules, each with an authenticated client."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.actors import Actor
+from accounts.models import ApiKey, Project, User
+from accounts.services import api_key_create
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+
+@dataclass
+class World:
+    """One project with an owner and a member, an outsider, a staff admin and a service key."""
+
+    project: Project
+    owner: User  # the user whose data a test is about; a member of the project
+    member: User  # another member of the same project
+    other: User  # a user outside the project
+    admin: User
+    service_key: ApiKey
+    service_raw: str
+    keys: dict[str, str]
+
+    def client(self, role: str, *, on_behalf_of: str | None = None) -> APIClient:
+        """An API client authenticated as ``anonymous``, ``owner``, ``member``, ``other``, ``admin`` or ``service``."""
+        client = APIClient()
+        if role == "anonymous":
+            return client
+        raw = self.service_raw if role == "service" else self.keys[role]
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
+        if on_behalf_of is not None:
+            headers["HTTP_X_ON_BEHALF_OF"] = on_behalf_of
+        client.credentials(**headers)
+        return client
+
+    def actor(self, role: str) -> Actor:
+        if role == "service":
+            return Actor(user=None, api_key=self.service_key)
+        return Actor(user=getattr(self, role))
+
+
+@pytest.fixture
+def world(db) -> World:  # noqa: ANN001
+    project = ProjectFactory(slug="apollo")
+    owner = UserFactory(username="owner", external_id="ext-owner")
+    member = UserFactory(username="member", external_id="ext-member")
+    other = UserFactory(username="other", external_id="ext-other")
+    admin = UserFactory(username="admin", is_staff=True, is_superuser=True)
+    MembershipFactory(project=project, user=owner)
+    MembershipFactory(project=project, user=member)
+    keys = {}
+    for user in (owner, member, other, admin):
+        _, raw = api_key_create(owner=user, name="test")
+        keys[user.username] = raw
+    service_key, service_raw = api_key_create(owner=admin, name="backend", kind=ApiKey.Kind.SERVICE)
+    return World(project, owner, member, other, admin, service_key, service_raw, keys)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_usage_memo():
+    """The per-process memo of API key use must not leak between tests."""
+    from accounts import services
+
+    services._last_reported.clear()
+    yield
+    services._last_reported.clear()
