@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import django_filters
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
@@ -45,3 +48,21 @@ def filter_queryset(filterset_class: type, request: Request, queryset: QuerySet)
     if not filterset.is_valid():
         raise serializers.ValidationError(filterset.errors)
     return filterset.qs
+
+
+_FILTER_TYPES = {
+    django_filters.NumberFilter: OpenApiTypes.INT,
+    django_filters.IsoDateTimeFilter: OpenApiTypes.DATETIME,
+    django_filters.BooleanFilter: OpenApiTypes.BOOL,
+}
+
+
+def filterset_parameters(filterset_class: type) -> list[OpenApiParameter]:
+    """OpenAPI query parameters for a FilterSet used by a plain APIView."""
+    parameters = []
+    for name, flt in filterset_class.base_filters.items():
+        enum = [value for value, _ in flt.extra.get("choices", [])] or None
+        parameters.append(
+            OpenApiParameter(name, _FILTER_TYPES.get(type(flt), OpenApiTypes.STR), enum=enum, required=False)
+        )
+    return parameters

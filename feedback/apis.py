@@ -13,7 +13,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from config.api import NewestFirstCursorPagination, StrictCharField, StrictInputSerializer, filter_queryset
+from config.api import (
+    NewestFirstCursorPagination,
+    StrictCharField,
+    StrictInputSerializer,
+    filter_queryset,
+    filterset_parameters,
+)
 from config.exceptions import flatten_errors
 from feedback.filters import FeedbackEventFilter, TaskFeedbackFilter
 from feedback.models import EventFamily, Signal, TaskFeedback
@@ -68,7 +74,7 @@ class EventOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     created_at = serializers.DateTimeField()
     user_id = serializers.IntegerField(allow_null=True)
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    project = serializers.CharField(source="project.slug", allow_null=True, help_text="Project slug.")
     target_id = serializers.CharField()
     session_id = serializers.CharField()
     source_table = serializers.CharField()
@@ -128,7 +134,7 @@ class FeedbackEventListCreateApi(APIView):
         )
 
     @extend_schema(
-        parameters=[FeedbackEventFilter],
+        parameters=filterset_parameters(FeedbackEventFilter),
         responses=EventOutputSerializer(many=True),
         summary="List feedback events you may read (cursor pagination, newest first)",
     )
@@ -193,7 +199,7 @@ class TaskFeedbackOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     created_at = serializers.DateTimeField()
     user_id = serializers.IntegerField()
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    project = serializers.CharField(source="project.slug", allow_null=True, help_text="Project slug.")
     task_snapshot = serializers.JSONField()
     rating = serializers.CharField()
     reason = serializers.CharField()
@@ -230,7 +236,7 @@ class TaskFeedbackListCreateApi(APIView):
         )
 
     @extend_schema(
-        parameters=[TaskFeedbackFilter],
+        parameters=filterset_parameters(TaskFeedbackFilter),
         responses=TaskFeedbackOutputSerializer(many=True),
         summary="List task ratings you may read",
     )

@@ -1,4 +1,5 @@
 """Shared fixtures: the roles of the access rules, each with an authenticated client."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ class World:
 
 
 @pytest.fixture
-def world(db) -> World:  # noqa: ANN001
+def world(db) -> World:
     project = ProjectFactory(slug="apollo")
     owner = UserFactory(username="owner", external_id="ext-owner")
     member = UserFactory(username="member", external_id="ext-member")

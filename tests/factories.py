@@ -1,4 +1,5 @@
 """Test data factories."""
+
 from __future__ import annotations
 
 import factory
@@ -16,7 +17,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.PostGenerationMethodCall("set_password", "pw-for-tests")
 
     @factory.post_generation
-    def _save(obj, create, extracted, **kwargs):  # noqa: ANN001, ANN003, N805
+    def _save(obj, create, extracted, **kwargs):
         if create:
             obj.save()
 

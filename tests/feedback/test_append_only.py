@@ -1,4 +1,5 @@
 """The stream is append-only, and its vocabularies are enforced by the database itself."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Bad input to the event stream: a 4xx naming the field, and nothing written."""
+
 from __future__ import annotations
 
 import json

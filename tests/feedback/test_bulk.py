@@ -1,4 +1,5 @@
 """Bulk ingestion: up to the limit, all or nothing, with a per-item error report."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The event stream API: writes and reads under the design's access rules."""
+
 from __future__ import annotations
 
 import pytest
@@ -235,8 +236,9 @@ def test_filters(world, stream):
     assert ids(signal="negative") == set()
     assert len(ids(event_type="response_rated")) == 5
     first = stream["owner_project"].created_at
-    assert str(stream["owner_project"].id) not in ids(created_after=(first.isoformat().replace("+00:00", "Z")),
-                                                      created_before=first.isoformat())
+    assert str(stream["owner_project"].id) not in ids(
+        created_after=(first.isoformat().replace("+00:00", "Z")), created_before=first.isoformat()
+    )
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,11 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from accounts.actors import Actor
-from accounts.models import ApiKey, ProjectMembership
+from accounts.models import ApiKey, Project, ProjectMembership, User
 from accounts.selectors import api_key_list
 from accounts.services import api_key_create, api_key_revoke, project_ensure, project_member_add, user_ensure
 from feedback.models import EventFamily, Signal
+from feedback.selectors import event_list
 from feedback.services import EventInput, events_record_bulk, task_feedback_record
 
 DEMO_KEY_NAME = "demo"
@@ -44,6 +45,21 @@ class Command(BaseCommand):
         _, alice_raw = api_key_create(owner=alice, name=DEMO_KEY_NAME)
 
         service = Actor(user=None, api_key=service_key)
+        if not event_list(actor=service).filter(surface="demo").exists():
+            self._seed_events(service, project, alice, bob)
+        base = options["base_url"]
+        self.stdout.write(self.style.SUCCESS("Demo data ready."))
+        self.stdout.write(f"""
+  Open        {base}/            (API docs: {base}/api/docs/, admin: {base}/admin/)
+  Admin       admin / {options["admin_password"]}
+  Users       alice / demo-alice-pass (project admin), bob / demo-bob-pass (project: demo)
+  Service key {service_raw}
+  Alice's key {alice_raw}
+
+  Try:  curl -H "Authorization: Bearer {service_raw}" -H "X-On-Behalf-Of: demo-alice" {base}/api/v1/feedback/events
+""")
+
+    def _seed_events(self, service: Actor, project: Project, alice: User, bob: User) -> None:
         rng = random.Random(7)
         samples = [
             (EventFamily.ASSISTANT_RESPONSE, "response_rated", [Signal.POSITIVE, Signal.NEGATIVE]),
@@ -66,7 +82,6 @@ class Command(BaseCommand):
                     session_id=f"demo-session-{i % 3}",
                     subject_type="message",
                     subject_id=f"demo-{i}",
-                    idempotency_key=f"seed-demo-{i}",
                 )
             )
         events_record_bulk(actor=service, items=items)
@@ -78,17 +93,5 @@ class Command(BaseCommand):
                 rating=rating,
                 task_snapshot={"id": f"demo-task-{user.username}", "title": "Follow up with the customer"},
                 reason="Clear next step" if rating == "good" else "Too vague",
-                idempotency_key=f"seed-task-{user.username}",
+                surface="demo",
             )
-
-        base = options["base_url"]
-        self.stdout.write(self.style.SUCCESS("Demo data ready."))
-        self.stdout.write(f"""
-  Open        {base}/            (API docs: {base}/api/docs/, admin: {base}/admin/)
-  Admin       admin / {options["admin_password"]}
-  Users       alice / demo-alice-pass (project admin), bob / demo-bob-pass (project: demo)
-  Service key {service_raw}
-  Alice's key {alice_raw}
-
-  Try:  curl -H "Authorization: Bearer {service_raw}" -H "X-On-Behalf-Of: demo-alice" {base}/api/v1/feedback/events
-""")
