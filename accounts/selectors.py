@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import threading
 
+from cachetools import TTLCache
+from django.conf import settings
 from django.db.models import QuerySet
 
 from accounts.actors import Actor
@@ -15,13 +19,58 @@ def api_key_digest(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode()).hexdigest()
 
 
+# Authentication runs on every request; resolving a key (and a service's on-behalf-of
+# user) costs a query each. Both are cached per process for API_KEY_CACHE_SECONDS: a
+# revocation is immediate in the process that made it and reaches the others within
+# that window. Only hits are cached; each caller gets its own copy of the cached rows.
+_cache_lock = threading.Lock()
+_key_cache: TTLCache | None = None
+_user_cache: TTLCache | None = None
+
+
+def _caches() -> tuple[TTLCache, TTLCache] | None:
+    global _key_cache, _user_cache
+    ttl = settings.API_KEY_CACHE_SECONDS
+    if ttl <= 0:
+        return None
+    if _key_cache is None or _key_cache.ttl != ttl:
+        _key_cache, _user_cache = TTLCache(maxsize=4096, ttl=ttl), TTLCache(maxsize=65536, ttl=ttl)
+    return _key_cache, _user_cache
+
+
+def auth_cache_clear() -> None:
+    """Forget every cached key and user (tests, and after bulk changes to keys or users)."""
+    with _cache_lock:
+        if _key_cache is not None:
+            _key_cache.clear()
+        if _user_cache is not None:
+            _user_cache.clear()
+
+
+def api_key_cache_forget(*, hashed_key: str) -> None:
+    with _cache_lock:
+        if _key_cache is not None:
+            _key_cache.pop(hashed_key, None)
+
+
 def api_key_get_for_raw(*, raw_key: str) -> ApiKey | None:
     """The active key matching a raw key, with its owner, or None."""
-    return (
-        ApiKey.objects.select_related("owner")
-        .filter(hashed_key=api_key_digest(raw_key), revoked_at__isnull=True)
-        .first()
-    )
+    digest = api_key_digest(raw_key)
+    with _cache_lock:
+        caches = _caches()
+        cached = caches[0].get(digest) if caches else None
+    if cached is not None:
+        key = copy.copy(cached)
+        key.owner = copy.copy(cached.owner)
+        return key
+    try:
+        key = ApiKey.objects.select_related("owner").get(hashed_key=digest, revoked_at__isnull=True)
+    except ApiKey.DoesNotExist:
+        return None
+    if caches:
+        with _cache_lock:
+            caches[0][digest] = copy.copy(key)
+    return key
 
 
 def api_key_list(*, actor: Actor) -> QuerySet[ApiKey]:
@@ -33,7 +82,17 @@ def api_key_list(*, actor: Actor) -> QuerySet[ApiKey]:
 
 
 def user_get_by_external_id(*, external_id: str) -> User | None:
-    return User.objects.filter(external_id=external_id).first()
+    """The user a service names by external id (cached like keys), or None."""
+    with _cache_lock:
+        caches = _caches()
+        cached = caches[1].get(external_id) if caches else None
+    if cached is not None:
+        return copy.copy(cached)
+    user = User.objects.filter(external_id=external_id).first()
+    if user is not None and caches:
+        with _cache_lock:
+            caches[1][external_id] = copy.copy(user)
+    return user
 
 
 def project_list(*, actor: Actor) -> QuerySet[Project]:

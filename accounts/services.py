@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey, Project, ProjectMembership, User
-from accounts.selectors import api_key_digest, user_get_by_external_id
+from accounts.selectors import api_key_cache_forget, api_key_digest, user_get_by_external_id
 from config.exceptions import ApplicationError
 
 logger = logging.getLogger(__name__)
@@ -110,6 +110,7 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
         if key.revoked_at is None:
             key.revoked_at = timezone.now()
             key.save(update_fields=["revoked_at"])
+    api_key_cache_forget(hashed_key=key.hashed_key)
     return key
 
 

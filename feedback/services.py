@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership, User
@@ -226,20 +226,28 @@ def _replay(existing: FeedbackEvent, attempted: FeedbackEvent) -> EventWrite:
 def event_record(*, actor: Actor, data: EventInput) -> EventWrite:
     """Append one event to the stream (or return the original for a repeated idempotency key)."""
     event = _build_event(actor, data, _Lookups(actor, [data]))
-    if event.idempotency_key:
-        existing = FeedbackEvent.objects.filter(writer=event.writer, idempotency_key=event.idempotency_key).first()
-        if existing is not None:
-            return _replay(existing, event)
+    # Insert first: a repeated key is the rare case, so it costs the round trip, not every write.
     try:
-        with transaction.atomic():
-            event.save(force_insert=True)
+        _insert(event)
     except IntegrityError:
         if not event.idempotency_key:
             raise
-        # A concurrent retry with the same key won the race: answer with its event.
-        existing = FeedbackEvent.objects.get(writer=event.writer, idempotency_key=event.idempotency_key)
+        existing = FeedbackEvent.objects.filter(writer=event.writer, idempotency_key=event.idempotency_key).first()
+        if existing is None:
+            raise
         return _replay(existing, event)
     return EventWrite(event=event, created=True)
+
+
+def _insert(event: FeedbackEvent) -> None:
+    """One INSERT. Inside a caller's transaction it gets a savepoint, so a refused insert
+    (a repeated idempotency key) leaves the caller's transaction usable; in autocommit
+    it is a single round trip and a refused insert leaves nothing behind."""
+    if connection.in_atomic_block:
+        with transaction.atomic():
+            event.save(force_insert=True)
+    else:
+        event.save(force_insert=True)
 
 
 def events_record_bulk(*, actor: Actor, items: Sequence[EventInput]) -> list[EventWrite]:

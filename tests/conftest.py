@@ -62,10 +62,13 @@ def world(db) -> World:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_usage_memo():
-    """The per-process memo of API key use must not leak between tests."""
+def _fresh_process_state():
+    """Per-process memos (key usage stamps, the auth cache) must not leak between tests."""
     from accounts import services
+    from accounts.selectors import auth_cache_clear
 
     services._last_reported.clear()
+    auth_cache_clear()
     yield
     services._last_reported.clear()
+    auth_cache_clear()

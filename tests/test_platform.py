@@ -32,6 +32,8 @@ def test_healthz_reports_database_and_eager_broker(db):
 def test_healthz_is_503_when_the_broker_is_down(db, monkeypatch):
     from config.celery import app
 
+    # Celery reads CELERY_BROKER_URL from the environment before its own settings.
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")
     monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
     response = APIClient().get("/healthz")
     assert response.status_code == 503

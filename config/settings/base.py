@@ -149,6 +149,7 @@ CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="learninglayer")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -164,6 +165,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout"
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2}
 CELERY_BEAT_SCHEDULE: dict = {}
 
+# API keys: resolved keys (and on-behalf-of users) are cached per process this long, so
+# a revocation reaches every worker within this many seconds (0 disables the cache).
+API_KEY_CACHE_SECONDS = env.int("API_KEY_CACHE_SECONDS", default=10)
 # API keys: how often a key's last_used_at is refreshed (seconds); between refreshes
 # a request with that key writes nothing about its use.
 API_KEY_LAST_USED_RESOLUTION = env.int("API_KEY_LAST_USED_RESOLUTION", default=300)

@@ -76,6 +76,41 @@ def test_revoked_key_is_refused(world):
     assert response["WWW-Authenticate"].startswith("Bearer")
 
 
+def test_resolved_keys_are_cached_per_process(world, django_assert_num_queries):
+    client = world.client("owner")
+    client.get(ME)
+    with django_assert_num_queries(0):
+        assert client.get(ME).json()["user_id"] == world.owner.pk
+
+
+def test_on_behalf_of_users_are_cached_too(world, django_assert_num_queries):
+    client = world.client("service", on_behalf_of="ext-member")
+    client.get(ME)
+    with django_assert_num_queries(0):
+        assert client.get(ME).json()["user_id"] == world.member.pk
+
+
+def test_a_revocation_elsewhere_applies_once_the_cache_window_ends(world):
+    from accounts.selectors import auth_cache_clear
+
+    key, raw = api_key_create(owner=world.owner, name="laptop")
+    assert bearer(raw).get(ME).status_code == 200
+    # Another process revokes it: this process still trusts its cached copy, for at most
+    # API_KEY_CACHE_SECONDS; the window ending is what clearing the cache stands for here.
+    ApiKey.objects.filter(pk=key.pk).update(revoked_at="2026-01-01T00:00:00Z")
+    assert bearer(raw).get(ME).status_code == 200
+    auth_cache_clear()
+    assert bearer(raw).get(ME).status_code == 401
+
+
+def test_cache_can_be_switched_off(world, settings, django_assert_num_queries):
+    settings.API_KEY_CACHE_SECONDS = 0
+    client = world.client("owner")
+    client.get(ME)
+    with django_assert_num_queries(1):
+        client.get(ME)
+
+
 def test_inactive_owner_key_is_refused(world):
     world.owner.is_active = False
     world.owner.save(update_fields=["is_active"])

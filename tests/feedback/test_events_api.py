@@ -263,3 +263,24 @@ def test_cursor_pagination_walks_every_event_once(world):
         url = body["next"]
     assert sorted(seen) == [str(i) for i in range(7)]
     assert seen == [str(i) for i in reversed(range(7))]  # newest first
+
+
+def test_rendered_events_match_the_documented_fields(world, stream):
+    """The output serializer renders by hand for speed; it must stay true to its declared fields."""
+    from rest_framework import serializers
+
+    from feedback.apis import EventOutputSerializer
+
+    serializer = EventOutputSerializer()
+    declared = serializer.fields
+    for event in stream.values():
+        rendered = serializer.to_representation(event)
+        assert set(rendered) == set(declared)
+        for name, field in declared.items():
+            if isinstance(field, serializers.JSONField):
+                assert rendered[name] == getattr(event, name)
+            elif name == "project":
+                assert rendered[name] == (event.project.slug if event.project else None)
+            else:
+                attribute = field.get_attribute(event)
+                assert rendered[name] == (None if attribute is None else field.to_representation(attribute)), name

@@ -1,0 +1,44 @@
+"""End to end through PostgreSQL, the Redis broker and a real Celery worker process."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.models import ApiKey
+from accounts.services import api_key_create
+from tests.factories import UserFactory
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for(predicate, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_request_is_stamped_by_the_worker(real_broker):
+    user = UserFactory()
+    key, raw = api_key_create(owner=user, name="worker-test")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert client.get("/api/v1/me").status_code == 200
+    # Nothing ran in-process: the stamp appears only once the worker has run the task.
+    assert wait_for(lambda: ApiKey.objects.get(pk=key.pk).last_used_at is not None), real_broker["log"].read_text()[
+        -3000:
+    ]
+    assert "accounts.api_key_mark_used" in real_broker["log"].read_text()
+
+
+def test_healthz_sees_the_real_broker(real_broker):
+    response = APIClient().get("/healthz")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["checks"]["broker"] == {**body["checks"]["broker"], "status": "ok", "mode": "broker"}
+    assert body["checks"]["database"]["vendor"] == "postgresql"
