@@ -9,7 +9,7 @@ from accounts.services import api_key_revoke
 class UserAdmin(BaseUserAdmin):
     list_display = ("username", "external_id", "email", "is_staff", "is_active", "date_joined")
     search_fields = ("username", "external_id", "email")
-    fieldsets = (*BaseUserAdmin.fieldsets, ("Assistant", {"fields": ("external_id",)}))
+    fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("Assistant", {"fields": ("external_id",)}))
 
 
 class MembershipInline(admin.TabularInline):

@@ -102,9 +102,9 @@ class ApiKeyListCreateApi(APIView):
         serializer.is_valid(raise_exception=True)
         if serializer.validated_data["kind"] == ApiKey.Kind.SERVICE and not actor.is_admin:
             raise AccessDenied("Only staff admins may create service keys.", field="kind")
+        assert actor.user is not None  # _human_actor guarantees it
         key, raw = api_key_create(owner=actor.user, **serializer.validated_data)
-        key.key = raw
-        return Response(ApiKeyCreatedOutputSerializer(key).data, status=status.HTTP_201_CREATED)
+        return Response({**ApiKeyOutputSerializer(key).data, "key": raw}, status=status.HTTP_201_CREATED)
 
 
 class ApiKeyRevokeApi(APIView):

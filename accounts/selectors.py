@@ -35,6 +35,7 @@ def _caches() -> tuple[TTLCache, TTLCache] | None:
         return None
     if _key_cache is None or _key_cache.ttl != ttl:
         _key_cache, _user_cache = TTLCache(maxsize=4096, ttl=ttl), TTLCache(maxsize=65536, ttl=ttl)
+    assert _user_cache is not None
     return _key_cache, _user_cache
 
 

@@ -42,7 +42,7 @@ class NewestFirstCursorPagination(CursorPagination):
     max_page_size = 500
 
 
-def filter_queryset(filterset_class: type, request: Request, queryset: QuerySet) -> QuerySet:
+def filter_queryset(filterset_class: type[django_filters.FilterSet], request: Request, queryset: QuerySet) -> QuerySet:
     """Apply a FilterSet to a queryset; invalid filter values are a 400 naming the parameter."""
     filterset = filterset_class(request.query_params, queryset=queryset, request=request)
     if not filterset.is_valid():
@@ -57,7 +57,7 @@ _FILTER_TYPES = {
 }
 
 
-def filterset_parameters(filterset_class: type) -> list[OpenApiParameter]:
+def filterset_parameters(filterset_class: type[django_filters.FilterSet]) -> list[OpenApiParameter]:
     """OpenAPI query parameters for a FilterSet used by a plain APIView."""
     parameters = []
     for name, flt in filterset_class.base_filters.items():

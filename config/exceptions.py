@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -20,8 +20,8 @@ from rest_framework.response import Response
 class ApplicationError(Exception):
     """A domain rule refused the request; the message is safe to show to the caller."""
 
-    status_code = status.HTTP_400_BAD_REQUEST
-    code = "invalid"
+    status_code: int = status.HTTP_400_BAD_REQUEST
+    code: str = "invalid"
 
     def __init__(
         self,
@@ -128,7 +128,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
-def json_not_found(request, exception=None) -> JsonResponse:
+def json_not_found(request, exception=None) -> HttpResponse:
     """404 for paths that match no route: JSON under /api/, a plain page elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("not_found", "No such endpoint."), status=404)

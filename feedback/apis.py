@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields as dataclass_fields
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -108,7 +109,7 @@ class EventOutputSerializer(serializers.Serializer):
             "id": str(event.id),
             "created_at": _DATETIME.to_representation(event.created_at),
             "user_id": event.user_id,
-            "project": event.project.slug if event.project_id else None,
+            "project": event.project.slug if event.project else None,
         }
         for name in self._plain:
             data[name] = getattr(event, name)
@@ -128,7 +129,7 @@ class EventBulkOutputSerializer(serializers.Serializer):
     ids = serializers.ListField(child=serializers.UUIDField(), help_text="Event ids, in request order.")
 
 
-def _idempotency_from_header(request: Request, payload: dict) -> dict:
+def _idempotency_from_header(request: Request, payload: Any) -> Any:
     header = request.META.get(IDEMPOTENCY_HEADER)
     if header and isinstance(payload, dict) and not payload.get("idempotency_key"):
         payload = {**payload, "idempotency_key": header}

@@ -313,7 +313,7 @@ def _existing_by_key(writer: str, keys: Iterable[str]) -> dict[str, FeedbackEven
     keys = list(keys)
     if not keys:
         return {}
-    return {e.idempotency_key: e for e in FeedbackEvent.objects.filter(writer=writer, idempotency_key__in=keys)}
+    return {str(e.idempotency_key): e for e in FeedbackEvent.objects.filter(writer=writer, idempotency_key__in=keys)}
 
 
 def task_feedback_record(
