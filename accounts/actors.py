@@ -18,11 +18,18 @@ class Actor:
 
     user: User | None
     api_key: ApiKey | None = None
+    # The service itself (its own background work, e.g. the analyzer writing what it
+    # learned): trusted like a service key.
+    system: bool = False
+
+    @classmethod
+    def for_system(cls, *, user: User | None = None) -> Actor:
+        return cls(user=user, system=True)
 
     @property
     def is_service(self) -> bool:
         """Service keys write for anyone and read everything (the design's service role)."""
-        return self.api_key is not None and self.api_key.is_service
+        return self.system or (self.api_key is not None and self.api_key.is_service)
 
     @property
     def is_admin(self) -> bool:
@@ -36,6 +43,8 @@ class Actor:
     @property
     def writer_id(self) -> str:
         """Who wrote an event, for idempotency: the service key, else the user."""
+        if self.system:
+            return "system"
         if self.is_service:
             assert self.api_key is not None
             return f"key:{self.api_key.id}"

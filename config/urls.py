@@ -10,6 +10,7 @@ from config.health import healthz
 api_v1 = [
     path("", include("accounts.urls")),
     path("feedback/", include("feedback.urls")),
+    path("", include("learning.urls")),
 ]
 
 urlpatterns = [
@@ -17,6 +18,8 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
+    # The preference management API where existing clients of the source design call it.
+    path("api/pdb/v1/reggie/", include(("learning.urls", "reggie"), namespace="reggie")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api-auth/", include("rest_framework.urls")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -10,7 +11,7 @@ from rest_framework.test import APIClient
 
 
 def api_routes() -> list[tuple[str, str]]:
-    """(path, method) for every view under /api/v1/, path parameters filled in."""
+    """(path, method) for every API view (/api/v1/ and the /api/pdb/ mount), path parameters filled in."""
     routes = []
 
     def walk(patterns, prefix: str) -> None:
@@ -18,11 +19,10 @@ def api_routes() -> list[tuple[str, str]]:
             route = prefix + str(pattern.pattern)
             if isinstance(pattern, URLResolver):
                 walk(pattern.url_patterns, route)
-            elif isinstance(pattern, URLPattern) and route.startswith("api/v1/"):
+            elif isinstance(pattern, URLPattern) and route.startswith(("api/v1/", "api/pdb/")):
                 view = pattern.callback.view_class  # type: ignore[attr-defined]
-                path = "/" + route
-                for converter in ("<uuid:event_id>", "<uuid:feedback_id>", "<uuid:key_id>"):
-                    path = path.replace(converter, str(uuid.uuid4()))
+                path = re.sub(r"<uuid:\w+>", str(uuid.uuid4()), "/" + route)
+                path = re.sub(r"<int:\w+>", "1", path)
                 assert "<" not in path, f"add a converter for {path}"
                 for method in ("get", "post", "patch", "put", "delete"):
                     if hasattr(view, method):

@@ -163,7 +163,6 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = env.float("CELERY_BROKER_CONNECTION_TIMEOUT", default=2.0)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2}
-CELERY_BEAT_SCHEDULE: dict = {}
 
 # API keys: resolved keys (and on-behalf-of users) are cached per process this long, so
 # a revocation reaches every worker within this many seconds (0 disables the cache).
@@ -184,4 +183,32 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+# Preference learning.
+REGGIE_PREFERENCE_LEARNING = env.bool("REGGIE_PREFERENCE_LEARNING", default=True)
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
+ANALYZER_MODEL = env.str("ANALYZER_MODEL", default="gpt-4.1-nano")
+ANALYZER_TIMEOUT_SECONDS = env.float("ANALYZER_TIMEOUT_SECONDS", default=10.0)
+ANALYZER_MAX_RETRIES = env.int("ANALYZER_MAX_RETRIES", default=2)
+EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")
+CONTEXT_MAX_CHARS = env.int("CONTEXT_MAX_CHARS", default=2000)
+CONTEXT_MAX_PREFERENCES = env.int("CONTEXT_MAX_PREFERENCES", default=12)
+CONTEXT_MAX_MEMORIES = env.int("CONTEXT_MAX_MEMORIES", default=5)
+WORKFLOW_CONTEXT_MIN_SIMILARITY = env.float("WORKFLOW_CONTEXT_MIN_SIMILARITY", default=0.3)
+# Two prompts are "the same kind of request" at this embedding similarity or above.
+WORKFLOW_SIMILARITY = env.float("WORKFLOW_SIMILARITY", default=0.6)
+PROMPT_WINDOW = env.int("PROMPT_WINDOW", default=100)
+MESSAGE_MAX_CHARS = env.int("MESSAGE_MAX_CHARS", default=32_000)
+# Confidence decay: preferences not reinforced for this long lose confidence each run of
+# the decay task; below the floor they go inactive and are offered for a check-in.
+PREFERENCE_DECAY_AFTER_DAYS = env.int("PREFERENCE_DECAY_AFTER_DAYS", default=30)
+PREFERENCE_DECAY_FACTOR = env.float("PREFERENCE_DECAY_FACTOR", default=0.9)
+PREFERENCE_DECAY_FLOOR = env.float("PREFERENCE_DECAY_FLOOR", default=0.3)
+# Messages whose analysis was never enqueued (broker down) are swept up after this long.
+ANALYSIS_SWEEP_AFTER_SECONDS = env.int("ANALYSIS_SWEEP_AFTER_SECONDS", default=60)
+CELERY_BEAT_SCHEDULE = {
+    "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
+    "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},
 }

@@ -1,0 +1,76 @@
+"""Reads of what was learned about a user: always the user's own rows."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.db.models import QuerySet
+
+from accounts.models import User
+from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
+
+
+def preference_list(*, user: User, active: bool | None = None) -> QuerySet[Preference]:
+    qs = Preference.objects.filter(user=user).order_by("-active", "-confidence", "-last_reinforced_at")
+    return qs if active is None else qs.filter(active=active)
+
+
+def preference_get(*, user: User, preference_id: int) -> Preference | None:
+    """The user's preference, or None (also for another user's id: ids do not leak)."""
+    return Preference.objects.filter(user=user, pk=preference_id).first()
+
+
+def preference_check_in_list(*, user: User) -> QuerySet[Preference]:
+    """Preferences that faded for lack of reinforcement: "are these still accurate?"."""
+    return Preference.objects.filter(user=user, active=False, inactive_reason="decayed").order_by("-last_reinforced_at")
+
+
+def workflow_list(*, user: User, active: bool | None = None) -> QuerySet[LearnedWorkflow]:
+    qs = LearnedWorkflow.objects.filter(user=user).order_by("-active", "-confidence", "-times_detected")
+    return qs if active is None else qs.filter(active=active)
+
+
+def workflow_get(*, user: User, workflow_id: int) -> LearnedWorkflow | None:
+    return LearnedWorkflow.objects.filter(user=user, pk=workflow_id).first()
+
+
+def memory_list(*, user: User) -> QuerySet[Memory]:
+    """Memories the user may see: their own (private ones included)."""
+    return Memory.objects.filter(owner=user, status=Memory.Status.ACTIVE).order_by("-confidence", "-created_at")
+
+
+def message_get(*, message_id: str) -> ChatMessage | None:
+    return ChatMessage.objects.select_related("user").filter(pk=message_id).first()
+
+
+def recent_messages(*, message: ChatMessage, limit: int = 4) -> list[ChatMessage]:
+    """The messages of the same session just before this one, oldest first."""
+    earlier = ChatMessage.objects.filter(
+        user_id=message.user_id, session_id=message.session_id, created_at__lt=message.created_at
+    ).order_by("-created_at")[:limit]
+    return list(reversed(earlier))
+
+
+def pattern_window(*, user_id: int, exclude_message_id: UUID | None = None) -> list[PromptPattern]:
+    """The user's embedded prompt patterns in the rolling window, newest first."""
+    qs = PromptPattern.objects.filter(user_id=user_id, embedding__isnull=False).order_by("-created_at")
+    if exclude_message_id is not None:
+        qs = qs.exclude(message_id=exclude_message_id)
+    return list(qs.only("id", "prompt_summary", "created_at", "embedding", "message_id")[:100])
+
+
+def unanalyzed_message_ids(*, older_than_seconds: int, limit: int = 500) -> list[str]:
+    """User messages still waiting for analysis (their enqueue failed or their task was lost)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return [
+        str(pk)
+        for pk in ChatMessage.objects.filter(
+            analyzed_at__isnull=True, role=ChatMessage.Role.USER, created_at__lt=cutoff
+        )
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:limit]
+    ]
