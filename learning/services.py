@@ -84,9 +84,9 @@ def _pattern_prune(user_id: int) -> int:
     keep = (
         PromptPattern.objects.filter(user_id=user_id)
         .order_by("-created_at", "-id")
-        .values("id")[: settings.PROMPT_WINDOW]
+        .values_list("id", flat=True)[: settings.PROMPT_WINDOW]
     )
-    deleted, _ = PromptPattern.objects.filter(user_id=user_id).exclude(id__in=list(keep)).delete()
+    deleted, _ = PromptPattern.objects.filter(user_id=user_id).exclude(id__in=keep).delete()
     return deleted
 
 

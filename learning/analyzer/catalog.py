@@ -39,6 +39,8 @@ CATALOG: tuple[CatalogEntry, ...] = (
             "Less text please. Short and sweet.",
             "Stop writing essays, a couple of sentences is enough.",
             "Keep responses under a few lines.",
+            "Keep your answers brief.",
+            "Short replies, please.",
         ),
     ),
     CatalogEntry(
@@ -51,7 +53,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
             "I prefer thorough, in-depth answers.",
             "Please go into more depth when you answer.",
             "Don't hold back on detail, I like long comprehensive responses.",
-            "Your answers are too brief, elaborate more.",
+            "Your answers are too shallow, elaborate more.",
             "I want the full picture, explain everything in detail.",
             "Longer, more complete answers please.",
             "Always walk me through the reasoning in depth.",

@@ -15,6 +15,7 @@ import re
 import threading
 
 import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from learning.analyzer import catalog, exemplars
@@ -78,6 +79,7 @@ def cues(text: str) -> np.ndarray:
 
 
 CUE_WEIGHT = 0.35  # cues sit beside a unit-length embedding; this keeps both in play
+WORD_WEIGHT = 0.6
 
 
 def summarize(text: str, words: int = 10) -> str:
@@ -116,11 +118,18 @@ class LocalAnalyzer:
         self.type_model = LogisticRegression(C=4.0, class_weight="balanced", max_iter=2000)
         self.type_model.fit(self._features(type_texts, vectors), type_labels)
 
+        # Which preference: sentence embeddings put antonyms ("short" / "detailed" answers)
+        # close together, so the words themselves (TF-IDF) sit beside the embedding here.
         slug_texts = [p for entry in catalog.CATALOG for p in entry.phrasings]
         slug_labels = [entry.slug for entry in catalog.CATALOG for _ in entry.phrasings]
         self.slug_vectors = self.embedder.embed(slug_texts)
+        self.slug_words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, stop_words="english")
+        self.slug_words.fit(slug_texts)
         self.slug_model = LogisticRegression(C=8.0, class_weight="balanced", max_iter=2000)
-        self.slug_model.fit(self.slug_vectors, slug_labels)
+        self.slug_model.fit(self._slug_features(slug_texts, self.slug_vectors), slug_labels)
+
+    def _slug_features(self, texts: list[str], vectors: np.ndarray) -> np.ndarray:
+        return np.hstack([vectors, self.slug_words.transform(texts).toarray() * WORD_WEIGHT])
 
     @staticmethod
     def _features(texts: list[str], vectors: np.ndarray) -> np.ndarray:
@@ -140,7 +149,7 @@ class LocalAnalyzer:
             return []
         texts = [item.current_message for item in items]
         type_probs = self.type_model.predict_proba(self._features(texts, vectors))
-        slug_probs = self.slug_model.predict_proba(vectors)
+        slug_probs = self.slug_model.predict_proba(self._slug_features(texts, vectors))
         style_similarity = (vectors @ self.slug_vectors.T).max(axis=1)
         type_index = {label: i for i, label in enumerate(self.type_model.classes_)}
         results = []

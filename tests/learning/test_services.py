@@ -1,0 +1,160 @@
+"""What analysis stores: preferences, workflows, corrections, pain points, memories; decay; the sweep."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from feedback.models import FeedbackEvent
+from learning import services
+from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
+from learning.tasks import analyze_message, analyze_pending_messages
+from tests.factories import UserFactory
+
+
+@pytest.fixture
+def user(db):
+    return UserFactory()
+
+
+def test_rewording_reinforces_one_preference(user, observe):
+    observe(user, "Be concise.")
+    first = Preference.objects.get(user=user)
+    observe(user, "keep it short please")
+    observe(user, "could u keep ur answers brief pls")
+    row = Preference.objects.get(user=user)
+    assert (row.pk, row.category, row.preference) == (first.pk, "length", "concise")
+    assert row.times_reinforced == 3
+    assert first.confidence < row.confidence < 1.0
+
+
+def test_confidence_rises_with_diminishing_returns(user, observe):
+    seen = []
+    for _ in range(4):
+        observe(user, "Please keep your answers short.", session_id=str(len(seen)))
+        seen.append(Preference.objects.get(user=user).confidence)
+    steps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert all(step > 0 for step in steps)
+    assert steps == sorted(steps, reverse=True)
+
+
+def test_a_contradiction_deactivates_the_older_preference(user, observe):
+    observe(user, "Be concise.")
+    observe(user, "Actually, give me detailed explanations from now on.")
+    concise = Preference.objects.get(user=user, preference="concise")
+    detailed = Preference.objects.get(user=user, preference="detailed")
+    assert detailed.active
+    assert not concise.active
+    assert (concise.inactive_reason, concise.superseded_by_id) == ("contradicted", detailed.pk)
+
+
+def test_preference_events_are_private_and_linked(user, observe):
+    message, _ = observe(user, "Please use bullet points in your answers.")
+    event = FeedbackEvent.objects.get(event_type="preference_learned")
+    assert event.private
+    assert (event.source_table, event.source_record_id) == ("chat_history", str(message.pk))
+    assert event.user_id == user.pk
+
+
+def test_correction_writes_an_event_and_reinforces_the_stated_style(user, observe):
+    observe(user, "Please use bullet points in your answers.")
+    message, analysis = observe(user, "No, I said bullet points.")
+    assert analysis.detected == "correction"
+    assert FeedbackEvent.objects.filter(event_type="correction", source_record_id=str(message.pk)).exists()
+    assert Preference.objects.get(user=user, preference="bullet_points").times_reinforced == 2
+
+
+def test_pain_point_writes_a_negative_event(user, observe):
+    message, _ = observe(user, "I've told you three times already, why do you keep ignoring me?")
+    event = FeedbackEvent.objects.get(event_type="pain_point")
+    assert event.signal == "negative"
+    assert event.source_record_id == str(message.pk)
+
+
+def test_personal_statement_becomes_a_private_memory(user, observe):
+    observe(user, "I follow a strict gluten-free diet.")
+    memory = Memory.objects.get(owner=user)
+    assert memory.visibility == "private"
+    assert "gluten-free" in memory.content
+    observe(user, "I follow a strict gluten-free diet.")
+    assert Memory.objects.filter(owner=user).count() == 1
+
+
+def test_three_similar_requests_make_a_workflow_two_do_not(user, observe):
+    observe(user, "Summarize the weekly sales report for the leadership team")
+    observe(user, "Can you summarize this week's sales report for leadership?")
+    assert not LearnedWorkflow.objects.filter(user=user).exists()
+    observe(user, "Summarize the sales report of this week for the leadership team please")
+    workflow = LearnedWorkflow.objects.get(user=user)
+    assert workflow.times_detected == 3
+    assert workflow.example_input
+    observe(user, "Please summarize the weekly sales report for leadership")
+    workflow.refresh_from_db()
+    assert workflow.times_detected == 4
+    assert LearnedWorkflow.objects.filter(user=user).count() == 1
+
+
+def test_unrelated_requests_make_no_workflow(user, observe):
+    for text in ["What's the capital of Peru?", "Write a haiku about rain", "How do I boil an egg?"]:
+        observe(user, text)
+    assert not LearnedWorkflow.objects.filter(user=user).exists()
+
+
+def test_analysis_delivered_twice_reinforces_once(user, analyzer):
+    message, _ = services.message_observe(user=user, session_id="s", content="Be concise.")
+    analyze_message(str(message.pk))
+    analyze_message(str(message.pk))
+    assert Preference.objects.get(user=user).times_reinforced == 1
+    assert analyze_message("00000000-0000-0000-0000-000000000000") == "skipped"
+
+
+def test_prompt_window_is_pruned(user, observe, settings):
+    settings.PROMPT_WINDOW = 5
+    for i in range(8):
+        observe(user, f"question number {i} about tax forms", session_id=f"s{i}")
+    patterns = PromptPattern.objects.filter(user=user)
+    assert patterns.count() == 5
+    assert all(p.embedding is not None for p in patterns)
+
+
+def test_learning_switched_off_stores_but_does_not_learn(user, analyzer, settings):
+    settings.REGGIE_PREFERENCE_LEARNING = False
+    message, context = services.message_observe(user=user, session_id="s", content="Be concise.")
+    assert not context.enabled and context.text == ""
+    assert services.message_analyze(message_id=str(message.pk)) is None
+    assert not Preference.objects.exists()
+    assert ChatMessage.objects.get(pk=message.pk).analyzed_at is not None
+
+
+def test_decay_lowers_and_then_deactivates_stale_preferences(user, observe, settings):
+    observe(user, "Be concise.")
+    old = timezone.now() - timedelta(days=settings.PREFERENCE_DECAY_AFTER_DAYS + 1)
+    Preference.objects.filter(user=user).update(last_reinforced_at=old, confidence=0.32)
+    manual, _ = services.preference_add_manual(user=user, category="tone", preference="formal", description="Formal")
+    Preference.objects.filter(pk=manual.pk).update(last_reinforced_at=old)
+    decayed, deactivated = services.preferences_decay()
+    assert (decayed, deactivated) == (1, 1)
+    row = Preference.objects.get(user=user, preference="concise")
+    assert (row.active, row.inactive_reason) == (False, "decayed")
+    assert Preference.objects.get(pk=manual.pk).active  # what the user wrote does not fade
+    observe(user, "keep it short")  # said again: back on
+    row.refresh_from_db()
+    assert row.active
+
+
+def test_a_message_whose_enqueue_failed_is_swept_up(user, analyzer, monkeypatch, django_capture_on_commit_callbacks):
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(analyze_message, "delay", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        message, _ = services.message_observe(user=user, session_id="s", content="Be concise.")
+    assert ChatMessage.objects.get(pk=message.pk).analyzed_at is None  # stored, not analysed
+    monkeypatch.undo()
+    ChatMessage.objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    assert analyze_pending_messages() == 1  # eager here: the sweep's enqueue runs the analysis
+    assert ChatMessage.objects.get(pk=message.pk).analyzed_at is not None
+    assert Preference.objects.filter(user=user, preference="concise").exists()
+    assert analyze_pending_messages() == 0
