@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -35,7 +36,7 @@ def test_confidence_rises_with_diminishing_returns(user, observe):
     for _ in range(4):
         observe(user, "Please keep your answers short.", session_id=str(len(seen)))
         seen.append(Preference.objects.get(user=user).confidence)
-    steps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    steps = [b - a for a, b in itertools.pairwise(seen)]
     assert all(step > 0 for step in steps)
     assert steps == sorted(steps, reverse=True)
 
@@ -122,7 +123,8 @@ def test_prompt_window_is_pruned(user, observe, settings):
 def test_learning_switched_off_stores_but_does_not_learn(user, analyzer, settings):
     settings.REGGIE_PREFERENCE_LEARNING = False
     message, context = services.message_observe(user=user, session_id="s", content="Be concise.")
-    assert not context.enabled and context.text == ""
+    assert not context.enabled
+    assert context.text == ""
     assert services.message_analyze(message_id=str(message.pk)) is None
     assert not Preference.objects.exists()
     assert ChatMessage.objects.get(pk=message.pk).analyzed_at is not None
