@@ -1,11 +1,13 @@
 """Root URLs: the API under /api/v1/, its schema and docs, the admin, and /healthz."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import healthz
+from learning import views as learning_views
 
 api_v1 = [
     path("", include("accounts.urls")),
@@ -16,6 +18,10 @@ api_v1 = [
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("healthz", healthz, name="healthz"),
+    path("chat/", learning_views.chat, name="chat"),
+    path("preferences/", learning_views.preferences_page, name="preferences-page"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="/"), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     # The preference management API where existing clients of the source design call it.

@@ -1,0 +1,146 @@
+// The preferences panel: lists what was learned, collects changes, applies them on "Save Changes".
+// Talks to the management API (/api/v1/preferences, /api/v1/workflows) with the session cookie.
+(function () {
+  "use strict";
+
+  function api(base, path, options) {
+    const init = Object.assign({ credentials: "same-origin", headers: {} }, options || {});
+    init.headers["X-CSRFToken"] = window.CSRF_TOKEN;
+    if (init.body) init.headers["Content-Type"] = "application/json";
+    return fetch(base + path, init).then(async (response) => {
+      if (response.status === 204) return null;
+      const body = await response.json().catch(() => ({}));
+      if (!response.ok) {
+        const message = body && body.error ? body.error.message : "Request failed (" + response.status + ")";
+        throw new Error(message);
+      }
+      return body;
+    });
+  }
+
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    Object.entries(attrs || {}).forEach(([key, value]) => {
+      if (key === "text") node.textContent = value;
+      else if (key.startsWith("data-") || key === "type" || key === "aria-label") node.setAttribute(key, value);
+      else node[key] = value;
+    });
+    (children || []).forEach((child) => node.appendChild(child));
+    return node;
+  }
+
+  function mount(root) {
+    const base = root.dataset.api;
+    const lists = {
+      preferences: root.querySelector('[data-role="preferences"]'),
+      workflows: root.querySelector('[data-role="workflows"]'),
+    };
+    const status = root.querySelector('[data-role="status"]');
+    const errorBox = root.querySelector('[data-role="error"]');
+    const form = root.querySelector('[data-role="add-form"]');
+    let state = { preferences: [], workflows: [], toggles: {}, removals: {}, additions: [] };
+
+    function showError(message) {
+      errorBox.textContent = message || "";
+      errorBox.hidden = !message;
+    }
+
+    function key(kind, id) { return kind + ":" + id; }
+
+    function row(kind, item, label, detail) {
+      const k = key(kind, item.id);
+      const checked = k in state.toggles ? state.toggles[k] : item.active;
+      const box = el("input", { type: "checkbox", checked: checked, "aria-label": "Apply " + label });
+      box.addEventListener("change", () => { state.toggles[k] = box.checked; render(); });
+      const remove = el("button", { type: "button", className: "link", text: state.removals[k] ? "Undo" : "Remove",
+                                     "aria-label": "Remove " + label });
+      remove.addEventListener("click", () => {
+        if (state.removals[k]) delete state.removals[k]; else state.removals[k] = true;
+        render();
+      });
+      const li = el("li", { "data-id": String(item.id), "data-kind": kind }, [
+        box,
+        el("span", { className: "grow" }, [el("span", { text: label }), el("br"), el("span", { className: "muted", text: detail })]),
+        remove,
+      ]);
+      if (state.removals[k]) li.classList.add("removed");
+      return li;
+    }
+
+    function render() {
+      lists.preferences.replaceChildren();
+      const prefs = state.preferences.concat(state.additions.map((a, i) => Object.assign({ id: "new" + i, active: true, pending: true }, a)));
+      if (!prefs.length) lists.preferences.appendChild(el("li", { className: "muted", text: "Nothing learned yet." }));
+      prefs.forEach((p) => {
+        if (p.pending) {
+          lists.preferences.appendChild(el("li", { "data-kind": "new" }, [
+            el("span", { className: "tag", text: "new" }),
+            el("span", { className: "grow", text: p.description + " (" + p.category + ")" }),
+          ]));
+          return;
+        }
+        const detail = p.category + " · confidence " + Math.round(p.confidence * 100) + "%" +
+          (p.times_reinforced > 1 ? " · seen " + p.times_reinforced + "x" : "") +
+          (p.inactive_reason === "decayed" ? " · still accurate?" : "");
+        lists.preferences.appendChild(row("preference", p, p.description, detail));
+      });
+      lists.workflows.replaceChildren();
+      if (!state.workflows.length) lists.workflows.appendChild(el("li", { className: "muted", text: "No workflows yet." }));
+      state.workflows.forEach((w) => {
+        lists.workflows.appendChild(row("workflow", w, w.workflow_name, "used " + w.times_detected + "x · " + w.trigger_pattern));
+      });
+      const pending = Object.keys(state.toggles).length + Object.keys(state.removals).length + state.additions.length;
+      status.textContent = pending ? pending + " unsaved change" + (pending > 1 ? "s" : "") : "";
+    }
+
+    function load() {
+      return Promise.all([api(base, "preferences"), api(base, "workflows")]).then(([p, w]) => {
+        state = { preferences: p.preferences, workflows: w.workflows, toggles: {}, removals: {}, additions: [] };
+        render();
+      }).catch((error) => showError(error.message));
+    }
+
+    root.querySelector('[data-role="show-add"]').addEventListener("click", () => { form.hidden = !form.hidden; });
+    root.querySelector('[data-role="add"]').addEventListener("click", () => {
+      const data = Object.fromEntries(new FormData(form).entries());
+      if (!data.preference.trim()) { showError("Give the preference a short name."); return; }
+      data.description = data.description.trim() || data.preference.trim();
+      state.additions.push(data);
+      form.reset();
+      form.hidden = true;
+      showError("");
+      render();
+    });
+
+    root.querySelector('[data-role="save"]').addEventListener("click", async () => {
+      showError("");
+      status.textContent = "Saving…";
+      try {
+        for (const [k, active] of Object.entries(state.toggles)) {
+          const [kind, id] = k.split(":");
+          if (state.removals[k]) continue;
+          await api(base, (kind === "preference" ? "preferences/" : "workflows/") + id + "/toggle",
+                    { method: "PATCH", body: JSON.stringify({ active: active }) });
+        }
+        for (const k of Object.keys(state.removals)) {
+          const [kind, id] = k.split(":");
+          await api(base, (kind === "preference" ? "preferences/" : "workflows/") + id, { method: "DELETE" });
+        }
+        for (const addition of state.additions) {
+          await api(base, "preferences", { method: "POST", body: JSON.stringify(addition) });
+        }
+        await load();
+        status.textContent = "Saved";
+      } catch (error) {
+        showError(error.message);
+        status.textContent = "";
+      }
+    });
+
+    root.reload = load;
+    load();
+    return root;
+  }
+
+  window.PreferencesPanel = { mount: mount, api: api };
+})();

@@ -1,0 +1,77 @@
+"""The preferences modal in a real browser: toggle, remove, add, and the change seen through the API."""
+
+from __future__ import annotations
+
+import pytest
+
+from learning import services
+from learning.models import LearnedWorkflow, Preference
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def user():
+    user = UserFactory(username="pat")
+    services.preference_add_manual(
+        user=user, category="length", preference="concise", description="Keep responses short"
+    )
+    services.preference_add_manual(
+        user=user, category="format", preference="bullet_points", description="Use bullet points"
+    )
+    LearnedWorkflow.objects.create(user=user, workflow_name="Weekly sales summary", trigger_pattern="Summarize sales",
+                                   times_detected=4, confidence=0.7)  # fmt: skip
+    return user
+
+
+def test_modal_toggle_remove_add_and_save(logged_in_page, user):
+    page = logged_in_page(user, "/chat/")
+    page.get_by_role("button", name="Preferences").click()
+    modal = page.locator("#preferences-modal")
+    modal.get_by_text("Keep responses short").wait_for()
+    assert modal.get_by_text("used 4x").is_visible()
+
+    modal.get_by_role("checkbox", name="Apply Keep responses short").uncheck()
+    modal.get_by_role("button", name="Remove Use bullet points").click()
+    modal.get_by_role("button", name="+ Add custom preference").click()
+    modal.get_by_label("Category").select_option("tone")
+    modal.get_by_label("Preference").fill("formal")
+    modal.get_by_label("Description").fill("Write formally")
+    modal.get_by_role("button", name="Add", exact=True).click()
+    assert modal.get_by_text("3 unsaved changes").is_visible()
+    modal.get_by_role("button", name="Save Changes").click()
+    modal.get_by_text("Saved").wait_for()
+
+    rows = {p.preference: p for p in Preference.objects.filter(user=user)}
+    assert set(rows) == {"concise", "formal"}
+    assert rows["concise"].active is False
+    assert (rows["formal"].category, rows["formal"].description, rows["formal"].source) == ("tone", "Write formally",
+                                                                                            "manual")  # fmt: skip
+    # ... and through the API, as the assistant's backend sees it.
+    context = page.request.get("/api/v1/context").json()
+    assert [p["preference"] for p in context["preferences"]] == ["formal"]
+
+
+def test_chat_message_shows_the_injected_context(logged_in_page, user):
+    page = logged_in_page(user, "/chat/")
+    page.get_by_label("Message").fill("How do I reverse a list in Python?")
+    page.get_by_role("button", name="Send").click()
+    page.locator(".msg.assistant pre").wait_for()
+    assert "Keep responses short" in page.locator(".msg.assistant pre").inner_text()
+
+
+def test_full_page_workflow_toggle(logged_in_page, user):
+    page = logged_in_page(user, "/preferences/")
+    page.get_by_role("checkbox", name="Apply Weekly sales summary").uncheck()
+    page.get_by_role("button", name="Save Changes").click()
+    page.get_by_text("Saved").wait_for()
+    assert LearnedWorkflow.objects.get(user=user).active is False
+
+
+def test_pages_need_a_login(live_server, browser):
+    page = browser.new_page()
+    page.goto(live_server.url + "/chat/")
+    assert "/login/" in page.url
+    assert page.get_by_role("button", name="Sign in").is_visible()
+    page.close()
