@@ -42,3 +42,24 @@ def test_healthz_sees_the_real_broker(real_broker):
     body = response.json()
     assert body["checks"]["broker"] == {**body["checks"]["broker"], "status": "ok", "mode": "broker"}
     assert body["checks"]["database"]["vendor"] == "postgresql"
+
+
+def test_a_message_is_analysed_by_the_worker(real_broker):
+    """The production path: the request stores and enqueues; the worker embeds, analyses and learns."""
+    from learning.models import ChatMessage, Preference
+
+    user = UserFactory()
+    _, raw = api_key_create(owner=user, name="chat")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = client.post(
+        "/api/v1/messages", {"session_id": "s", "content": "could u keep it short pls"}, format="json"
+    )
+    assert response.status_code == 201
+    message_id = response.json()["message_id"]
+    assert ChatMessage.objects.get(pk=message_id).analyzed_at is None  # nothing ran in the request
+    # The worker loads the embedding model on its first task: allow for that.
+    assert wait_for(lambda: Preference.objects.filter(user=user, preference="concise").exists(), timeout=120), (
+        real_broker["log"].read_text()[-3000:]
+    )
+    assert ChatMessage.objects.get(pk=message_id).analyzed_at is not None
