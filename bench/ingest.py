@@ -13,23 +13,9 @@ Goals (2-core machine): >= 500 single events/s with p95 <= 20 ms; >= 5,000 event
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import secrets
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import psycopg
-
-ROOT = Path(__file__).resolve().parent.parent
-PY = sys.executable
-
-
-def sh(args: list[str], env: dict, **kw) -> str:
-    return subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, text=True, **kw).stdout
+from harness import gunicorn, load, scratch_environment, service_key
 
 
 def main() -> None:
@@ -45,87 +31,18 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=6, help="concurrent connections (closed loop)")
     args = parser.parse_args()
 
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.database}"')
-    database_url = f"{args.pg}/{args.database}"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.production",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DATABASE_URL": database_url,
-        "SECURE_SSL_REDIRECT": "false",
-        "LOG_LEVEL": "WARNING",
-    }
-    sh([PY, "manage.py", "migrate", "--noinput"], env)
-    sh(
-        [PY, "manage.py", "createsuperuser", "--noinput", "--username", "bench", "--email", "bench@example.com"],
-        {**env, "DJANGO_SUPERUSER_PASSWORD": secrets.token_urlsafe(16)},
-    )
-    key = sh([PY, "manage.py", "create_api_key", "--user", "bench", "--service", "--name", "bench"], env).split()[-1]
+    env = scratch_environment(args.pg, args.database)
+    key = service_key(env)
+    with gunicorn(env, args.port, args.workers, args.threads) as base:
 
-    base = f"http://127.0.0.1:{args.port}"
-    server = subprocess.Popen(
-        [
-            str(Path(PY).parent / "gunicorn"),
-            "-c",
-            "config/gunicorn.conf.py",
-            "config.wsgi:application",
-            "--workers",
-            str(args.workers),
-            "--bind",
-            f"127.0.0.1:{args.port}",
-            "--threads",
-            str(args.threads),
-            "--log-level",
-            "warning",
-            "--backlog",
-            "2048",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        for _ in range(100):
-            try:
-                if urllib.request.urlopen(f"{base}/healthz", timeout=1).status == 200:  # noqa: S310 - loopback
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("gunicorn did not come up")
+        def run(mode: str, requests: int, concurrency: int) -> dict:
+            return load(base, key, mode, requests=requests, concurrency=concurrency, bulk_size=args.bulk_size)
 
-        def load(mode: str, requests: int, concurrency: int) -> dict:
-            out = sh(
-                [
-                    PY,
-                    str(ROOT / "bench" / "loadgen.py"),
-                    "--url",
-                    base,
-                    "--key",
-                    key,
-                    "--mode",
-                    mode,
-                    "--requests",
-                    str(requests),
-                    "--concurrency",
-                    str(concurrency),
-                    "--bulk-size",
-                    str(args.bulk_size),
-                ],
-                os.environ,
-            )
-            return json.loads(out.strip().splitlines()[-1])
+        warm = run("single", 500, args.concurrency)
+        single = run("single", args.single, args.concurrency)
+        bulk = run("bulk", args.bulk, args.workers)
 
-        warm = load("single", 500, args.concurrency)
-        single = load("single", args.single, args.concurrency)
-        bulk = load("bulk", args.bulk, args.workers)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-    with psycopg.connect(database_url) as conn:
+    with psycopg.connect(env["DATABASE_URL"]) as conn:
         rows = conn.execute("SELECT count(*) FROM ai_feedback_events").fetchone()[0]
     accepted = warm["accepted_events"] + single["accepted_events"] + bulk["accepted_events"]
     errors = sum(n for phase in (warm, single, bulk) for status, n in phase["statuses"].items() if status != "201")

@@ -51,6 +51,24 @@ def bulk_body(i: int, run: str, size: int) -> bytes:
     return json.dumps({"events": events}).encode()
 
 
+MESSAGES = (
+    "could you keep answers short please",
+    "Summarize the weekly sales report for the leadership team",
+    "What's a good way to structure a data pipeline in Python?",
+    "I follow a vegetarian diet",
+    "No, I said bullet points",
+    "Draft a reply to the customer about the delayed shipment",
+    "Explain how database indexes work",
+    "I've told you twice already, I'm on Windows",
+    "Please use a formal tone from now on",
+    "Write a SQL query that counts orders per customer per month",
+)
+
+
+def message_body(i: int, run: str) -> bytes:
+    return json.dumps({"session_id": f"{run}-s{i % 20}", "content": f"{MESSAGES[i % len(MESSAGES)]} ({i})"}).encode()
+
+
 def percentile(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return float("nan")
@@ -60,7 +78,16 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 async def run(args: argparse.Namespace) -> dict:
     run_id = uuid.uuid4().hex[:8]
-    path = "/api/v1/feedback/events/bulk" if args.mode == "bulk" else "/api/v1/feedback/events"
+    path = {
+        "bulk": "/api/v1/feedback/events/bulk",
+        "single": "/api/v1/feedback/events",
+        "messages": "/api/v1/messages",
+    }[args.mode]
+    bodies = {
+        "bulk": lambda i: bulk_body(i, run_id, args.bulk_size),
+        "single": lambda i: single_body(i, run_id),
+        "messages": lambda i: message_body(i, run_id),
+    }[args.mode]
     headers = {"Authorization": f"Bearer {args.key}", "Content-Type": "application/json"}
     latencies: list[float] = []
     statuses: dict[int, int] = {}
@@ -71,10 +98,38 @@ async def run(args: argparse.Namespace) -> dict:
 
     async with aiohttp.ClientSession(args.url, connector=connector, timeout=timeout) as session:
 
+        async def one(i: int) -> None:
+            nonlocal accepted_events
+            body = bodies(i)
+            # The assistant's backend writes for its users: one of --users, by external id.
+            request_headers = {**headers, "X-On-Behalf-Of": f"bench-user-{i % args.users}"}
+            started = time.perf_counter()
+            try:
+                async with session.post(path, data=body, headers=request_headers) as response:
+                    await response.read()
+                    status = response.status
+            except (TimeoutError, aiohttp.ClientError):
+                status = 0
+            latencies.append((time.perf_counter() - started) * 1000)
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == 201:
+                accepted_events += args.bulk_size if args.mode == "bulk" else 1
+
+        async def paced() -> None:
+            """Open loop: request i leaves at i / rate seconds, whatever the server's pace."""
+            start = time.perf_counter()
+            tasks = []
+            for i in range(args.requests):
+                delay = start + i / args.rate - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                tasks.append(asyncio.create_task(one(i)))
+            await asyncio.gather(*tasks)
+
         async def worker() -> None:
             nonlocal accepted_events
             for i in counter:
-                body = bulk_body(i, run_id, args.bulk_size) if args.mode == "bulk" else single_body(i, run_id)
+                body = bodies(i)
                 # The assistant's backend writes for its users: one of --users, by external id.
                 request_headers = {**headers, "X-On-Behalf-Of": f"bench-user-{i % args.users}"}
                 started = time.perf_counter()
@@ -90,7 +145,10 @@ async def run(args: argparse.Namespace) -> dict:
                     accepted_events += args.bulk_size if args.mode == "bulk" else 1
 
         started = time.perf_counter()
-        await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(args.concurrency))), args.max_seconds)
+        if args.rate:
+            await asyncio.wait_for(paced(), args.max_seconds)
+        else:
+            await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(args.concurrency))), args.max_seconds)
         elapsed = time.perf_counter() - started
 
     ordered = sorted(latencies)
@@ -114,7 +172,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
     parser.add_argument("--key", required=True)
-    parser.add_argument("--mode", choices=["single", "bulk"], default="single")
+    parser.add_argument("--mode", choices=["single", "bulk", "messages"], default="single")
+    parser.add_argument("--rate", type=float, default=0.0, help="open loop: requests per second (0: closed loop)")
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--bulk-size", type=int, default=1000)

@@ -1,0 +1,99 @@
+"""What the benchmarks share: a scratch PostgreSQL database, production settings, gunicorn,
+a Celery worker, and the load generator (bench/loadgen.py) in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+BIN = Path(PY).parent
+
+
+def sh(args: list[str], env: dict) -> str:
+    return subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def scratch_environment(pg: str, database: str, broker: str | None = None) -> dict[str, str]:
+    """Create an empty database, migrate it, and return the production environment for it."""
+    with psycopg.connect(f"{pg}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{database}"')
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DATABASE_URL": f"{pg}/{database}",
+        "SECURE_SSL_REDIRECT": "false",
+        "LOG_LEVEL": "WARNING",
+    }
+    if broker:
+        env["CELERY_BROKER_URL"] = broker
+        env["CELERY_QUEUE"] = f"bench-{secrets.token_hex(4)}"
+    sh([PY, "manage.py", "migrate", "--noinput"], env)
+    sh(
+        [PY, "manage.py", "createsuperuser", "--noinput", "--username", "bench", "--email", "bench@example.com"],
+        {**env, "DJANGO_SUPERUSER_PASSWORD": secrets.token_urlsafe(16)},
+    )
+    return env
+
+
+def service_key(env: dict) -> str:
+    return sh([PY, "manage.py", "create_api_key", "--user", "bench", "--service", "--name", "bench"], env).split()[-1]
+
+
+@contextmanager
+def gunicorn(env: dict, port: int, workers: int, threads: int):
+    server = subprocess.Popen(
+        [str(BIN / "gunicorn"), "-c", "config/gunicorn.conf.py", "config.wsgi:application", "--workers", str(workers),
+         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "2048"],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(150):
+            try:
+                if urllib.request.urlopen(f"{base}/healthz", timeout=1).status == 200:  # noqa: S310 - loopback
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise SystemExit("gunicorn did not come up")
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@contextmanager
+def celery_worker(env: dict, concurrency: int):
+    log = open(ROOT / "var" / "bench-worker.log", "w")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen(
+        [PY, "-m", "celery", "-A", "config", "worker", "-Q", env["CELERY_QUEUE"], "--concurrency", str(concurrency),
+         "--without-gossip", "--without-mingle", "-l", "warning"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        yield worker
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        log.close()
+
+
+def load(base: str, key: str, mode: str, **options: object) -> dict:
+    args = [PY, str(ROOT / "bench" / "loadgen.py"), "--url", base, "--key", key, "--mode", mode]
+    for name, value in options.items():
+        args += [f"--{name.replace('_', '-')}", str(value)]
+    return json.loads(sh(args, dict(os.environ)).strip().splitlines()[-1])
