@@ -30,6 +30,8 @@ class ChatMessage(models.Model):
     # Set once the analysis ran (or was skipped): a second delivery of the task is a no-op.
     analyzed_at = models.DateTimeField(null=True, blank=True)
     analysis = models.JSONField(null=True, blank=True)
+    # A worker that took this message into its batch; others skip it until this passes.
+    analysis_claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "chat_history"

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import numpy as np
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import slugify
@@ -30,7 +30,7 @@ from learning.analyzer.base import (
 from learning.analyzer.local import prompt_hash, summarize
 from learning.context import Context, context_build
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
-from learning.selectors import message_get, pattern_window, recent_messages
+from learning.selectors import pattern_window, recent_messages
 
 logger = logging.getLogger(__name__)
 
@@ -92,56 +92,95 @@ def _pattern_prune(user_id: int) -> int:
 
 def message_analyze(*, message_id: str) -> Analysis | None:
     """Analyse one user message and apply what it teaches; a second run changes nothing."""
+    return messages_analyze(message_ids=[message_id]).get(str(message_id))
+
+
+def messages_claim(*, first_id: str, limit: int) -> list[str]:
+    """Claim up to ``limit`` messages waiting for analysis (``first_id`` among them if it waits),
+    oldest first, for ANALYSIS_CLAIM_SECONDS: concurrent workers take disjoint batches."""
+    now = timezone.now()
+    waiting = ChatMessage.objects.filter(
+        Q(analysis_claimed_until__isnull=True) | Q(analysis_claimed_until__lt=now),
+        analyzed_at__isnull=True,
+        role=ChatMessage.Role.USER,
+    )
+    locking = waiting.select_for_update(skip_locked=connection.features.has_select_for_update_skip_locked)
+    with transaction.atomic():
+        ids = [str(pk) for pk in locking.filter(pk=first_id).values_list("pk", flat=True)]
+        ids += [
+            str(pk)
+            for pk in locking.exclude(pk=first_id)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[: limit - len(ids)]
+        ]
+        ChatMessage.objects.filter(pk__in=ids).update(
+            analysis_claimed_until=now + timedelta(seconds=settings.ANALYSIS_CLAIM_SECONDS)
+        )
+    return ids
+
+
+def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
+    """Analyse user messages, oldest first, embedding them in one batch; already analysed or
+    missing ones are skipped, so any delivery of any batch can run again harmlessly."""
     from learning.analyzer import get_analyzer
     from learning.analyzer.embeddings import get_embedder
     from learning.analyzer.local import LocalAnalyzer
 
-    message = message_get(message_id=message_id)
-    if message is None or message.analyzed_at is not None or message.role != ChatMessage.Role.USER:
-        return None
+    messages = list(
+        ChatMessage.objects.select_related("user", "project")
+        .filter(pk__in=message_ids, analyzed_at__isnull=True, role=ChatMessage.Role.USER)
+        .order_by("created_at")
+    )
+    if not messages:
+        return {}
     if not settings.REGGIE_PREFERENCE_LEARNING:
-        ChatMessage.objects.filter(pk=message.pk, analyzed_at__isnull=True).update(
+        ChatMessage.objects.filter(pk__in=[m.pk for m in messages], analyzed_at__isnull=True).update(
             analyzed_at=timezone.now(), analysis={"skipped": "preference learning is off"}
         )
-        return None
+        return {}
 
-    # Model work, outside any transaction.
-    vector = get_embedder().embed_one(message.content)
-    window = pattern_window(user_id=message.user_id, exclude_message_id=message.pk)
-    similar: list[SimilarPrompt] = []
-    similar_vectors: list[np.ndarray] = []
-    now = timezone.now()
-    for pattern in window:
-        if pattern.embedding is None:
-            continue
-        similarity = float(np.dot(vector, pattern.embedding))
-        if similarity >= settings.WORKFLOW_SIMILARITY:
-            similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))
-            similar_vectors.append(pattern.embedding)
-    similar.sort(key=lambda p: -p.similarity)
-    data = AnalyzerInput(
-        current_message=message.content,
-        similar_past_prompts=similar[:10],
-        match_count=len(similar),
-        recent_context=[{"role": m.role, "content": m.content[:2000]} for m in recent_messages(message=message)],
-    )
+    # Model work outside any transaction: one forward pass for the whole batch.
+    vectors = get_embedder().embed([m.content for m in messages])
     analyzer = get_analyzer()
-    if isinstance(analyzer, LocalAnalyzer):
-        analysis = analyzer.analyze_embedded([data], vector.reshape(1, -1))[0]
-    else:
-        analysis = analyzer.analyze(data)
+    results: dict[str, Analysis] = {}
+    for message, vector in zip(messages, vectors, strict=True):
+        # The window is read per message, so a batch sees its own earlier messages.
+        similar: list[SimilarPrompt] = []
+        similar_vectors: list[np.ndarray] = []
+        now = timezone.now()
+        for pattern in pattern_window(user_id=message.user_id, exclude_message_id=message.pk):
+            if pattern.embedding is None:
+                continue
+            similarity = float(np.dot(vector, pattern.embedding))
+            if similarity >= settings.WORKFLOW_SIMILARITY:
+                days = (now - pattern.created_at).days
+                similar.append(SimilarPrompt(pattern.prompt_summary, days, round(similarity, 3)))
+                similar_vectors.append(pattern.embedding)
+        similar.sort(key=lambda p: -p.similarity)
+        data = AnalyzerInput(
+            current_message=message.content,
+            similar_past_prompts=similar[:10],
+            match_count=len(similar),
+            recent_context=[{"role": m.role, "content": m.content[:2000]} for m in recent_messages(message=message)],
+        )
+        if isinstance(analyzer, LocalAnalyzer):
+            analysis = analyzer.analyze_embedded([data], vector.reshape(1, -1))[0]
+        else:
+            analysis = analyzer.analyze(data)
 
-    with transaction.atomic():
-        locked = ChatMessage.objects.select_for_update().get(pk=message.pk)
-        if locked.analyzed_at is not None:
-            return None  # another delivery of the task got here first
-        PromptPattern.objects.filter(message_id=message.pk).update(embedding=vector.astype(np.float32).tobytes())
-        _apply(locked, analysis, vector, similar_vectors)
-        locked.analyzed_at = timezone.now()
-        locked.analysis = analysis.as_dict()
-        locked.save(update_fields=["analyzed_at", "analysis"])
-    _pattern_prune(message.user_id)
-    return analysis
+        with transaction.atomic():
+            locked = ChatMessage.objects.select_for_update().select_related("user", "project").get(pk=message.pk)
+            if locked.analyzed_at is not None:
+                continue  # another delivery got here first
+            PromptPattern.objects.filter(message_id=message.pk).update(embedding=vector.astype(np.float32).tobytes())
+            _apply(locked, analysis, vector, similar_vectors)
+            locked.analyzed_at = timezone.now()
+            locked.analysis = analysis.as_dict()
+            locked.save(update_fields=["analyzed_at", "analysis"])
+        results[str(message.pk)] = analysis
+    for user_id in {m.user_id for m in messages}:
+        _pattern_prune(user_id)
+    return results
 
 
 def _event(message: ChatMessage, kind: str, **fields: object) -> None:

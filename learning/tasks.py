@@ -17,10 +17,11 @@ from learning.selectors import unanalyzed_message_ids
     retry_backoff=True,
     max_retries=5,
 )
-def analyze_message(message_id: str) -> str:
-    """Analyse one message; a missing or already analysed message is a no-op."""
-    analysis = services.message_analyze(message_id=message_id)
-    return analysis.detected if analysis else "skipped"
+def analyze_message(message_id: str) -> int:
+    """Analyse this message, with other waiting ones in the same batch (one embedding pass
+    for all of them); a missing or already analysed message is a no-op. Returns how many ran."""
+    ids = services.messages_claim(first_id=message_id, limit=settings.ANALYSIS_BATCH_SIZE)
+    return len(services.messages_analyze(message_ids=ids)) if ids else 0
 
 
 @shared_task(name="learning.analyze_pending_messages", ignore_result=True)

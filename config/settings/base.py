@@ -209,6 +209,10 @@ PREFERENCE_DECAY_FACTOR = env.float("PREFERENCE_DECAY_FACTOR", default=0.9)
 PREFERENCE_DECAY_FLOOR = env.float("PREFERENCE_DECAY_FLOOR", default=0.3)
 # Messages whose analysis was never enqueued (broker down) are swept up after this long.
 ANALYSIS_SWEEP_AFTER_SECONDS = env.int("ANALYSIS_SWEEP_AFTER_SECONDS", default=60)
+# A worker analyses up to this many waiting messages per task (one embedding pass for all),
+# holding its claim on them for ANALYSIS_CLAIM_SECONDS.
+ANALYSIS_BATCH_SIZE = env.int("ANALYSIS_BATCH_SIZE", default=32)
+ANALYSIS_CLAIM_SECONDS = env.int("ANALYSIS_CLAIM_SECONDS", default=120)
 CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},

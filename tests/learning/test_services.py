@@ -108,7 +108,7 @@ def test_analysis_delivered_twice_reinforces_once(user, analyzer):
     analyze_message(str(message.pk))
     analyze_message(str(message.pk))
     assert Preference.objects.get(user=user).times_reinforced == 1
-    assert analyze_message("00000000-0000-0000-0000-000000000000") == "skipped"
+    assert analyze_message("00000000-0000-0000-0000-000000000000") == 0
 
 
 def test_prompt_window_is_pruned(user, observe, settings):
@@ -160,3 +160,19 @@ def test_a_message_whose_enqueue_failed_is_swept_up(user, analyzer, monkeypatch,
     assert ChatMessage.objects.get(pk=message.pk).analyzed_at is not None
     assert Preference.objects.filter(user=user, preference="concise").exists()
     assert analyze_pending_messages() == 0
+
+
+def test_one_task_analyses_a_batch_of_waiting_messages(user, analyzer, monkeypatch):
+    monkeypatch.setattr(services, "_enqueue_analysis", lambda message_id: None)  # as if the queue were busy
+    ids = [
+        str(services.message_observe(user=user, session_id="s", content=text)[0].pk)
+        for text in ["Be concise.", "I have two cats.", "What's the capital of Peru?"]
+    ]
+    assert services.messages_claim(first_id=ids[2], limit=2)[0] == ids[2]  # the task's own message first
+    assert services.messages_claim(first_id=ids[2], limit=5) == [ids[1]]  # claimed ones are not handed out twice
+    ChatMessage.objects.update(analysis_claimed_until=None)
+    assert analyze_message(ids[1]) == 3
+    assert ChatMessage.objects.filter(analyzed_at__isnull=True).count() == 0
+    assert Preference.objects.filter(user=user, preference="concise").exists()
+    assert Memory.objects.filter(owner=user).count() == 1
+    assert analyze_message(ids[0]) == 0  # its message was analysed in the batch
