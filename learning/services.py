@@ -169,7 +169,9 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
             analysis = analyzer.analyze(data)
 
         with transaction.atomic():
-            locked = ChatMessage.objects.select_for_update().select_related("user", "project").get(pk=message.pk)
+            locked = (
+                ChatMessage.objects.select_for_update(of=("self",)).select_related("user", "project").get(pk=message.pk)
+            )
             if locked.analyzed_at is not None:
                 continue  # another delivery got here first
             PromptPattern.objects.filter(message_id=message.pk).update(embedding=vector.astype(np.float32).tobytes())
