@@ -1,4 +1,5 @@
-"""manage.py seed_demo: a demo admin, a project, two users, a service key and some events.
+"""manage.py seed_demo: a demo admin, a project, two users, a service key, some events and a
+short conversation of alice's that taught the assistant her preferences.
 
 The passwords here are demo credentials, printed for the newcomer on purpose.
 """
@@ -18,8 +19,18 @@ from accounts.services import api_key_create, api_key_revoke, project_ensure, pr
 from feedback.models import EventFamily, Signal
 from feedback.selectors import event_list
 from feedback.services import EventInput, events_record_bulk, task_feedback_record
+from learning.services import message_observe, messages_analyze
 
 DEMO_KEY_NAME = "demo"
+DEMO_MESSAGES = (
+    "could you keep your answers short please",
+    "I'm a senior engineer, skip the basics",
+    "Summarize the weekly sales report for the leadership team",
+    "I follow a strict gluten-free diet",
+    "Can you summarize this week's sales report for leadership?",
+    "No, I said bullet points",
+    "Summarize the sales report of this week for the leadership team please",
+)
 
 
 class Command(BaseCommand):
@@ -47,10 +58,12 @@ class Command(BaseCommand):
         service = Actor(user=None, api_key=service_key)
         if not event_list(actor=service).filter(surface="demo").exists():
             self._seed_events(service, project, alice, bob)
+            self._seed_conversation(alice, project)
         base = options["base_url"]
         self.stdout.write(self.style.SUCCESS("Demo data ready."))
         self.stdout.write(f"""
-  Open        {base}/            (API docs: {base}/api/docs/, admin: {base}/admin/)
+  Open        {base}/chat/       (sign in as alice; the cog shows what was learned)
+  Also        {base}/api/docs/ (API), {base}/admin/ (admin)
   Admin       admin / {options["admin_password"]}
   Users       alice / demo-alice-pass (project admin), bob / demo-bob-pass (project: demo)
   Service key {service_raw}
@@ -58,6 +71,15 @@ class Command(BaseCommand):
 
   Try:  curl -H "Authorization: Bearer {service_raw}" -H "X-On-Behalf-Of: demo-alice" {base}/api/v1/feedback/events
 """)
+
+    def _seed_conversation(self, user: User, project: Project) -> None:
+        """A few chat messages for alice, analysed now, so her preferences modal has something in it."""
+        self.stdout.write("Analysing demo messages (loads the embedding model once)...")
+        ids = []
+        for text in DEMO_MESSAGES:
+            message, _ = message_observe(user=user, session_id="demo-chat", content=text, project=project)
+            ids.append(str(message.pk))
+        messages_analyze(message_ids=ids)  # already done if tasks ran eagerly on commit
 
     def _seed_events(self, service: Actor, project: Project, alice: User, bob: User) -> None:
         rng = random.Random(7)
