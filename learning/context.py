@@ -1,6 +1,6 @@
 """Context assembly: what to inject into a user's next LLM call.
 
-Runs on the request path, so it does no model work: the workflow matching the current
+Runs on the request path, so it does no model work and reads a cached snapshot: the workflow matching the current
 message is chosen by word overlap with each workflow's trigger and example (learned
 workflows are few per user); embedding similarity is used where the analysis runs, in
 the worker.
@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 
 from accounts.models import User
 from learning.models import LearnedWorkflow, Memory, Preference
@@ -60,19 +62,73 @@ class Context:
         }
 
 
-def _render(preferences: list[Preference], workflow: LearnedWorkflow | None, memories: list[Memory]) -> list[str]:
+def _render(preferences: list[dict], workflow: dict | None, memories: list[dict]) -> list[str]:
     blocks = []
     if preferences:
-        blocks.append("[User Preferences]\n" + "\n".join(f"- {p.description}" for p in preferences))
+        blocks.append("[User Preferences]\n" + "\n".join(f"- {p['description']}" for p in preferences))
     if workflow is not None:
-        lines = [f"[Known Workflow: {workflow.workflow_name}]", f"Trigger: {workflow.trigger_pattern}"]
-        if workflow.preferred_output:
-            lines.append(f"Output format: {workflow.preferred_output}")
+        lines = [f"[Known Workflow: {workflow['workflow_name']}]", f"Trigger: {workflow['trigger_pattern']}"]
+        if workflow["preferred_output"]:
+            lines.append(f"Output format: {workflow['preferred_output']}")
         blocks.append("\n".join(lines))
     if memories:
         # Learned text is data about the user, quoted, never instructions to follow.
-        blocks.append("[About the User]\n" + "\n".join(f'- The user said: "{m.content}"' for m in memories))
+        blocks.append("[About the User]\n" + "\n".join(f'- The user said: "{m["content"]}"' for m in memories))
     return blocks
+
+
+# What a user's context is made of is cached (Django's cache: Redis in production) under a
+# per-user version that every write of preferences, workflows or memories bumps after
+# commit, so the request path usually reads two cache keys instead of three tables.
+def _version_key(user_id: int) -> str:
+    return f"learning:context-version:{user_id}"
+
+
+def context_invalidate(*, user_id: int) -> None:
+    """Forget the cached context ingredients of a user (after their learned items changed)."""
+    cache.set(_version_key(user_id), uuid.uuid4().hex, timeout=None)
+
+
+def context_invalidate_all() -> None:
+    """After a set-based change across users (decay): every user's cached ingredients go."""
+    cache.set(_EPOCH_KEY, uuid.uuid4().hex, timeout=None)
+
+
+_EPOCH_KEY = "learning:context-epoch"
+
+
+def _ingredients(user: User) -> dict[str, Any]:
+    versions = cache.get_many([_version_key(user.pk), _EPOCH_KEY])
+    version, epoch = versions.get(_version_key(user.pk), "0"), versions.get(_EPOCH_KEY, "0")
+    key = f"learning:context:{user.pk}:{version}:{epoch}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    preferences = (
+        Preference.objects.filter(user=user, active=True)
+        .order_by("-confidence", "-times_reinforced")
+        .values_list("id", "category", "preference", "description", "confidence")
+    )
+    ingredients = {
+        "preferences": [
+            {"id": pk, "category": category, "preference": slug, "description": description,
+             "confidence": round(confidence, 3)}
+            for pk, category, slug, description, confidence in preferences[: settings.CONTEXT_MAX_PREFERENCES]
+        ],
+        "workflows": list(
+            LearnedWorkflow.objects.filter(user=user, active=True).values(
+                "id", "workflow_name", "trigger_pattern", "preferred_output", "example_input", "confidence"
+            )
+        ),
+        "memories": [
+            {"id": str(pk), "kind": kind, "content": content}
+            for pk, kind, content in Memory.objects.filter(owner=user, status=Memory.Status.ACTIVE)
+            .order_by("-confidence", "-created_at")
+            .values_list("id", "kind", "content")[: settings.CONTEXT_MAX_MEMORIES]
+        ],
+    }  # fmt: skip
+    cache.set(key, ingredients, timeout=settings.CONTEXT_CACHE_SECONDS)
+    return ingredients
 
 
 def context_build(*, user: User, message: str | None = None) -> Context:
@@ -80,42 +136,24 @@ def context_build(*, user: User, message: str | None = None) -> Context:
     the user's own memories, within ``CONTEXT_MAX_CHARS``."""
     if not settings.REGGIE_PREFERENCE_LEARNING:
         return Context(enabled=False)
-    budget = settings.CONTEXT_MAX_CHARS
-    preferences = list(
-        Preference.objects.filter(user=user, active=True)
-        .order_by("-confidence", "-times_reinforced")
-        .only("id", "category", "preference", "description", "confidence", "times_reinforced")[
-            : settings.CONTEXT_MAX_PREFERENCES
-        ]
-    )
+    ingredients = _ingredients(user)
+    preferences = list(ingredients["preferences"])
+    memories = list(ingredients["memories"])
     workflow = None
     best = settings.WORKFLOW_CONTEXT_MIN_SIMILARITY
     if message:
-        for candidate in LearnedWorkflow.objects.filter(user=user, active=True).only(
-            "id",
-            "workflow_name",
-            "trigger_pattern",
-            "preferred_output",
-            "example_input",
-            "confidence",
-            "times_detected",
-        ):
+        for candidate in ingredients["workflows"]:
             similarity = max(
-                lexical_similarity(message, candidate.trigger_pattern),
-                lexical_similarity(message, candidate.example_input),
+                lexical_similarity(message, candidate["trigger_pattern"]),
+                lexical_similarity(message, candidate["example_input"]),
             )
             if similarity >= best:
                 best, workflow = similarity, candidate
-    memories = list(
-        Memory.objects.filter(owner=user, status=Memory.Status.ACTIVE)
-        .order_by("-confidence", "-created_at")
-        .only("id", "kind", "content", "confidence")[: settings.CONTEXT_MAX_MEMORIES]
-    )
 
-    # Trim to the budget: lowest-confidence preferences and memories go first.
+    # Trim to the budget: lowest-confidence memories and preferences go first.
     while True:
         text = "\n\n".join(_render(preferences, workflow, memories))
-        if len(text) <= budget:
+        if len(text) <= settings.CONTEXT_MAX_CHARS:
             break
         if memories:
             memories.pop()
@@ -124,26 +162,17 @@ def context_build(*, user: User, message: str | None = None) -> Context:
         else:
             workflow = None
     return Context(
-        preferences=[
-            {
-                "id": p.pk,
-                "category": p.category,
-                "preference": p.preference,
-                "description": p.description,
-                "confidence": round(p.confidence, 3),
-            }
-            for p in preferences
-        ],
+        preferences=preferences,
         workflow=None
         if workflow is None
         else {
-            "id": workflow.pk,
-            "workflow_name": workflow.workflow_name,
-            "trigger_pattern": workflow.trigger_pattern,
-            "preferred_output": workflow.preferred_output,
-            "confidence": round(workflow.confidence, 3),
+            "id": workflow["id"],
+            "workflow_name": workflow["workflow_name"],
+            "trigger_pattern": workflow["trigger_pattern"],
+            "preferred_output": workflow["preferred_output"],
+            "confidence": round(workflow["confidence"], 3),
             "similarity": round(best, 3),
         },
-        memories=[{"id": str(m.pk), "kind": m.kind, "content": m.content} for m in memories],
+        memories=memories,
         text=text,
     )

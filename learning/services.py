@@ -28,13 +28,18 @@ from learning.analyzer.base import (
     WorkflowFinding,
 )
 from learning.analyzer.local import prompt_hash, summarize
-from learning.context import Context, context_build
+from learning.context import Context, context_build, context_invalidate, context_invalidate_all
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
 from learning.selectors import pattern_window, recent_messages
 
 logger = logging.getLogger(__name__)
 
 REINFORCEMENT_RATE = 0.3  # each re-detection closes this share of the gap to 1.0
+
+
+def _changed(user_id: int) -> None:
+    """The user's learned items changed: drop their cached context once this commits."""
+    transaction.on_commit(lambda: context_invalidate(user_id=user_id))
 
 
 def message_observe(
@@ -273,6 +278,7 @@ def preference_learn(*, user: User, finding: PreferenceFinding, source_message: 
                 fields += ["active", "inactive_reason", "superseded_by"]
             preference.save(update_fields=fields)
             preference.refresh_from_db(fields=["times_reinforced"])
+        _changed(user.pk)
         opposite = catalog.opposite_of(slug)
         if opposite and preference.active:
             Preference.objects.filter(user=user, category=finding.category, preference=opposite, active=True).update(
@@ -312,6 +318,7 @@ def preference_add_manual(*, user: User, category: str, preference: str, descrip
         if not created:
             row.description, row.active, row.inactive_reason, row.last_reinforced_at = description, True, "", now
             row.save(update_fields=["description", "active", "inactive_reason", "last_reinforced_at", "updated_at"])
+        _changed(user.pk)
         opposite = catalog.opposite_of(slug)
         if opposite:
             Preference.objects.filter(user=user, category=category, preference=opposite, active=True).update(
@@ -329,12 +336,15 @@ def preference_set_active(*, preference: Preference, active: bool) -> Preference
         if active:
             row.last_reinforced_at = timezone.now()  # a check-in confirmation counts as a sighting
         row.save(update_fields=["active", "inactive_reason", "last_reinforced_at", "updated_at"])
+        _changed(row.user_id)
     return row
 
 
 def preference_delete(*, preference: Preference) -> None:
     """Forget a preference (the feedback stream keeps the history of how it was learned)."""
-    Preference.objects.filter(pk=preference.pk).delete()
+    with transaction.atomic():
+        Preference.objects.filter(pk=preference.pk).delete()
+        _changed(preference.user_id)
 
 
 def workflow_learn(
@@ -345,6 +355,7 @@ def workflow_learn(
     centroid = np.mean(np.vstack(vectors), axis=0).astype(np.float32)
     centroid /= np.linalg.norm(centroid) or 1.0
     with transaction.atomic():
+        _changed(user.pk)
         best, best_similarity = None, settings.WORKFLOW_SIMILARITY
         for workflow in LearnedWorkflow.objects.select_for_update().filter(user=user, embedding__isnull=False):
             if workflow.embedding is None:
@@ -386,11 +397,14 @@ def workflow_set_active(*, workflow: LearnedWorkflow, active: bool) -> LearnedWo
         row = LearnedWorkflow.objects.select_for_update().get(pk=workflow.pk)
         row.active = active
         row.save(update_fields=["active", "updated_at"])
+        _changed(row.user_id)
     return row
 
 
 def workflow_delete(*, workflow: LearnedWorkflow) -> None:
-    LearnedWorkflow.objects.filter(pk=workflow.pk).delete()
+    with transaction.atomic():
+        LearnedWorkflow.objects.filter(pk=workflow.pk).delete()
+        _changed(workflow.user_id)
 
 
 def memory_remember(*, owner: User, finding: MemoryFinding, source_message: ChatMessage | None) -> Memory:
@@ -399,6 +413,7 @@ def memory_remember(*, owner: User, finding: MemoryFinding, source_message: Chat
     digest = hashlib.sha256(normalised.encode()).hexdigest()
     kind = finding.kind if finding.kind in Memory.Kind.values else Memory.Kind.FACT
     with transaction.atomic():
+        _changed(owner.pk)
         memory = Memory.objects.select_for_update().filter(owner=owner, content_hash=digest).first()
         if memory is None:
             return Memory.objects.create(
@@ -424,4 +439,6 @@ def preferences_decay(*, now: object = None) -> tuple[int, int]:
     deactivated = Preference.objects.filter(
         Q(active=True, source=Preference.Source.LEARNED, confidence__lt=settings.PREFERENCE_DECAY_FLOOR)
     ).update(active=False, inactive_reason="decayed", updated_at=now)
+    if decayed or deactivated:
+        context_invalidate_all()
     return decayed, deactivated

@@ -64,11 +64,14 @@ def world(db) -> World:
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Per-process memos (key usage stamps, the auth cache) must not leak between tests."""
+    from django.core.cache import cache
+
     from accounts import services
     from accounts.selectors import auth_cache_clear
 
     services._last_reported.clear()
     auth_cache_clear()
+    cache.clear()
     yield
     services._last_reported.clear()
     auth_cache_clear()

@@ -144,6 +144,15 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# The cache: shared between processes in production (Redis). Unset, it is the broker's Redis
+# when there is one, else per-process memory (fine for one process, e.g. runserver).
+_cache_url = env.str("CACHE_URL", default="")
+if not _cache_url:
+    _broker = env.str("CELERY_BROKER_URL", default="")
+    _cache_url = _broker if _broker.startswith(("redis://", "rediss://")) else "locmemcache://"
+CACHES = {"default": env.cache_url_config(_cache_url)}
+CACHES["default"].setdefault("KEY_PREFIX", "learninglayer")
+
 # Celery: no broker configured means tasks run eagerly, in-process, after commit.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
@@ -195,6 +204,8 @@ ANALYZER_TIMEOUT_SECONDS = env.float("ANALYZER_TIMEOUT_SECONDS", default=10.0)
 ANALYZER_MAX_RETRIES = env.int("ANALYZER_MAX_RETRIES", default=2)
 EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")
 CONTEXT_MAX_CHARS = env.int("CONTEXT_MAX_CHARS", default=2000)
+# Cached context ingredients live at most this long (writes invalidate them at once).
+CONTEXT_CACHE_SECONDS = env.int("CONTEXT_CACHE_SECONDS", default=300)
 CONTEXT_MAX_PREFERENCES = env.int("CONTEXT_MAX_PREFERENCES", default=12)
 CONTEXT_MAX_MEMORIES = env.int("CONTEXT_MAX_MEMORIES", default=5)
 WORKFLOW_CONTEXT_MIN_SIMILARITY = env.float("WORKFLOW_CONTEXT_MIN_SIMILARITY", default=0.3)

@@ -9,3 +9,5 @@ from .base import *  # noqa: F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests that need a real broker and worker switch this off themselves (tests/integration).
 CELERY_TASK_ALWAYS_EAGER = True
+# One process, and a clean cache per test (tests/conftest.py clears it).
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "KEY_PREFIX": "test"}}
