@@ -87,6 +87,7 @@ class PrefEvalScores:
     by_file: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     missed: list[str] = field(default_factory=list)
     false: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def recall(self) -> float:
@@ -100,6 +101,7 @@ class PrefEvalScores:
 def score_prefeval(analyzer, directory: Path) -> PrefEvalScores:
     """Each ``preference`` line should be learned (as a memory or preference), each ``question`` as nothing."""
     scores = PrefEvalScores()
+    started = time.perf_counter()
     for path in sorted(directory.glob("*.json")):
         records = json.loads(path.read_text())
         statements = [r["preference"] for r in records]
@@ -115,4 +117,5 @@ def score_prefeval(analyzer, directory: Path) -> PrefEvalScores:
         scores.by_file[path.stem] = (len(statements), sum(s_learned), len(questions), sum(q_learned))
         scores.missed += [t for t, ok in zip(statements, s_learned, strict=True) if not ok]
         scores.false += [t for t, bad in zip(questions, q_learned, strict=True) if bad]
+    scores.seconds = time.perf_counter() - started
     return scores

@@ -58,6 +58,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {name:<40} statements {sl:>3}/{s:<3} questions learned {ql:>3}/{q}")
             self.stdout.write(f"  statement recall       {pe.recall:.3f} ({pe.statements_learned}/{pe.statements})")
             self.stdout.write(f"  questions learned      {pe.false_rate:.3f} ({pe.questions_learned}/{pe.questions})")
+            count = pe.statements + pe.questions
+            self.stdout.write(
+                f"  throughput             {count / pe.seconds:.0f} messages/s ({count} messages, one core)"
+            )
             if options["show_mistakes"]:
                 for text in pe.missed:
                     self.stdout.write(f"    missed: {text}")
