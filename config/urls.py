@@ -13,6 +13,7 @@ api_v1 = [
     path("", include("accounts.urls")),
     path("feedback/", include("feedback.urls")),
     path("", include("learning.urls")),
+    path("promotions/", include("promotions.urls")),
 ]
 
 urlpatterns = [

@@ -385,3 +385,15 @@ def task_feedback_record(
     if not write.created:
         return TaskFeedback.objects.get(pk=write.event.source_record_id), False
     return feedback, True
+
+
+def task_feedback_set_promoted(*, feedback_id: str, promoted: bool) -> TaskFeedback:
+    """Mark a rated task as an approved example (or no longer one); only the promotion ledger calls this."""
+    with transaction.atomic():
+        feedback = TaskFeedback.objects.select_for_update().filter(pk=feedback_id).first()
+        if feedback is None:
+            raise Conflict(f"The rated task {feedback_id} no longer exists.", field="subject_id")
+        if feedback.promoted != promoted:
+            feedback.promoted = promoted
+            feedback.save(update_fields=["promoted"])
+    return feedback

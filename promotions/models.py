@@ -1,1 +1,83 @@
-"""promotions: see ../shared/ARCHITECTURE.md; its models arrive with their issue."""
+"""The promotion ledger: evidence becomes durable behaviour only through review."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class PromotionStatus(models.TextChoices):
+    CANDIDATE = "candidate"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    APPLIED = "applied"
+    PAUSED = "paused"
+    SUPERSEDED = "superseded"
+    EXPIRED = "expired"
+
+
+# A subject has at most one promotion in these states at a time.
+OPEN_STATUSES = (PromotionStatus.CANDIDATE, PromotionStatus.APPROVED)
+# States a promotion can be superseded from.
+LIVE_STATUSES = (PromotionStatus.CANDIDATE, PromotionStatus.APPROVED, PromotionStatus.APPLIED, PromotionStatus.PAUSED)
+
+
+class RiskLevel(models.TextChoices):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class LearningPromotion(models.Model):
+    """One proposed change of behaviour, from the evidence that suggested it to where it was applied."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    status = models.CharField(max_length=16, choices=PromotionStatus.choices, default=PromotionStatus.CANDIDATE)
+    promotion_type = models.CharField(max_length=50)
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    target_id = models.CharField(max_length=255, blank=True, default="")
+    # What the promotion is about ("chunk" 42, "task_feedback" <uuid>): one open promotion each.
+    subject_type = models.CharField(max_length=50)
+    subject_id = models.CharField(max_length=255)
+    source_event_ids = models.JSONField(default=list, blank=True)
+    destination_table = models.CharField(max_length=100, blank=True, default="")
+    destination_record_id = models.CharField(max_length=255, blank=True, default="")
+    confidence = models.FloatField(default=0.5)
+    risk_level = models.CharField(max_length=8, choices=RiskLevel.choices, default=RiskLevel.LOW)
+    proposed_learning = models.JSONField(default=dict, blank=True)
+    review_notes = models.TextField(blank=True, default="")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        db_table = "ai_learning_promotions"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index("status", models.F("created_at").desc(), name="promo_status_created"),
+            models.Index("promotion_type", "status", name="promo_type_status"),
+            models.Index("subject_type", "subject_id", name="promo_subject"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=PromotionStatus.values), name="promo_status_valid"),
+            models.CheckConstraint(condition=Q(risk_level__in=RiskLevel.values), name="promo_risk_valid"),
+            models.CheckConstraint(condition=Q(confidence__gte=0, confidence__lte=1), name="promo_confidence_range"),
+            # Never a second open candidate for the same subject, even under concurrent scans.
+            models.UniqueConstraint(
+                fields=["promotion_type", "subject_type", "subject_id"],
+                condition=Q(status__in=["candidate", "approved"]),
+                name="promo_one_open_per_subject",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.promotion_type} {self.subject_type}:{self.subject_id} ({self.status})"

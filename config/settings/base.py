@@ -227,4 +227,5 @@ ANALYSIS_CLAIM_SECONDS = env.int("ANALYSIS_CLAIM_SECONDS", default=120)
 CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},
+    "promotion-expiry": {"task": "promotions.expire_candidates", "schedule": 3600.0},
 }

@@ -1,0 +1,129 @@
+"""HTTP API of the promotion ledger (staff admins): list, read, propose, and each lifecycle action."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+from config.api import (
+    NewestFirstCursorPagination,
+    StrictCharField,
+    StrictInputSerializer,
+    filter_queryset,
+    filterset_parameters,
+)
+from config.exceptions import AccessDenied
+from promotions import selectors, services
+from promotions.destinations import WRITERS, writer_for
+from promotions.filters import PromotionFilter
+
+
+class PromotionOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    status = serializers.CharField()
+    promotion_type = serializers.CharField()
+    project = serializers.CharField(source="project.slug", allow_null=True)
+    subject_type = serializers.CharField()
+    subject_id = serializers.CharField()
+    source_event_ids = serializers.JSONField()
+    destination_table = serializers.CharField()
+    destination_record_id = serializers.CharField()
+    confidence = serializers.FloatField()
+    risk_level = serializers.CharField()
+    proposed_learning = serializers.JSONField()
+    review_notes = serializers.CharField()
+    reviewed_by = serializers.CharField(source="reviewed_by.username", allow_null=True)
+    reviewed_at = serializers.DateTimeField(allow_null=True)
+    applied_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    superseded_by = serializers.UUIDField(source="superseded_by_id", allow_null=True)
+
+
+class ProposeInputSerializer(StrictInputSerializer):
+    promotion_type = serializers.ChoiceField(choices=sorted(WRITERS))
+    subject_id = StrictCharField(max_length=255)
+    notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
+    confidence = serializers.FloatField(required=False, default=0.5, min_value=0, max_value=1)
+
+
+class ActionInputSerializer(StrictInputSerializer):
+    notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
+    superseded_by = serializers.UUIDField(required=False, allow_null=True)
+
+
+def _admin(request: Request) -> Actor:
+    actor = Actor.from_request(request)
+    if not actor.is_admin:
+        raise AccessDenied("Only staff admins review promotions.")
+    return actor
+
+
+class PromotionListCreateApi(APIView):
+    @extend_schema(parameters=filterset_parameters(PromotionFilter), responses=PromotionOutputSerializer(many=True),
+                   summary="The promotion ledger, newest first")  # fmt: skip
+    def get(self, request: Request) -> Response:
+        queryset = filter_queryset(PromotionFilter, request, selectors.promotion_list(actor=_admin(request)))
+        paginator = NewestFirstCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(PromotionOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=ProposeInputSerializer,
+        responses={201: PromotionOutputSerializer, 200: PromotionOutputSerializer},
+        summary="Propose a candidate by hand (the subject's open candidate if it has one)",
+    )
+    def post(self, request: Request) -> Response:
+        actor = _admin(request)
+        serializer = ProposeInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        promotion, created = services.promotion_propose(
+            actor=actor,
+            promotion_type=data["promotion_type"],
+            subject_type=writer_for(data["promotion_type"]).subject_type,
+            subject_id=data["subject_id"],
+            confidence=data["confidence"],
+            notes=data.get("notes", ""),
+        )
+        return Response(
+            PromotionOutputSerializer(promotion).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class PromotionDetailApi(APIView):
+    @extend_schema(responses=PromotionOutputSerializer, summary="One promotion")
+    def get(self, request: Request, promotion_id: str) -> Response:
+        promotion = selectors.promotion_get(actor=_admin(request), promotion_id=promotion_id)
+        if promotion is None:
+            raise NotFound("No such promotion.")
+        return Response(PromotionOutputSerializer(promotion).data)
+
+
+class PromotionActionApi(APIView):
+    """approve | reject | apply | pause | resume | supersede."""
+
+    action_name = ""
+
+    @extend_schema(request=ActionInputSerializer, responses=PromotionOutputSerializer)
+    def post(self, request: Request, promotion_id: str) -> Response:
+        actor = _admin(request)
+        if selectors.promotion_get(actor=actor, promotion_id=promotion_id) is None:
+            raise NotFound("No such promotion.")
+        serializer = ActionInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        superseded_by = serializer.validated_data.get("superseded_by")
+        promotion = services.promotion_transition(
+            actor=actor,
+            promotion_id=promotion_id,
+            action=self.action_name,
+            notes=serializer.validated_data.get("notes", ""),
+            superseded_by=str(superseded_by) if superseded_by else None,
+        )
+        return Response(PromotionOutputSerializer(promotion).data)

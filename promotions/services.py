@@ -1,0 +1,192 @@
+"""The promotion ledger's state machine. Every lifecycle action is written to the feedback
+stream (the audit trail) in the same transaction as the change it records."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.actors import Actor
+from accounts.models import Project, User
+from config.exceptions import AccessDenied, ApplicationError, Conflict
+from feedback.models import EventFamily, Signal
+from feedback.services import EventInput, event_record, events_record_bulk
+from promotions.destinations import writer_for
+from promotions.models import LIVE_STATUSES, OPEN_STATUSES, LearningPromotion, PromotionStatus
+
+S = PromotionStatus
+# action: (states it may start from, state it leads to, the audit event's signal)
+TRANSITIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "approve": ((S.CANDIDATE,), S.APPROVED, Signal.ACCEPTED),
+    "reject": ((S.CANDIDATE,), S.REJECTED, Signal.NEGATIVE),
+    "apply": ((S.APPROVED,), S.APPLIED, Signal.COMPLETED),
+    "pause": ((S.APPLIED,), S.PAUSED, Signal.IGNORED),
+    "resume": ((S.PAUSED,), S.APPLIED, Signal.ACCEPTED),
+    "supersede": (LIVE_STATUSES, S.SUPERSEDED, Signal.STALE),
+    "expire": ((S.CANDIDATE,), S.EXPIRED, Signal.STALE),
+}
+
+
+def _audit(*, promotion: LearningPromotion, action: str, actor: Actor, before: str, notes: str = "",
+           signal: str | None = None, extra: dict[str, Any] | None = None) -> None:  # fmt: skip
+    """One feedback event per lifecycle action: who did what to which promotion, from which state."""
+    event_record(
+        actor=actor,
+        data=EventInput(
+            event_type=f"promotion_{action}",
+            event_family=EventFamily.WORKFLOW_OUTCOME,
+            signal=signal or TRANSITIONS[action][2],
+            user_id=actor.user.pk if actor.user else None,
+            project_slug=promotion.project.slug if promotion.project else None,
+            surface="promotion_ledger",
+            subject_type="promotion",
+            subject_id=str(promotion.pk),
+            source_table=LearningPromotion._meta.db_table,
+            source_record_id=str(promotion.pk),
+            reason_category=promotion.promotion_type,
+            free_text=notes[:10_000],
+            before_snapshot={"status": before},
+            after_snapshot={"status": promotion.status, **(extra or {})},
+        ),
+    )
+
+
+def _require_reviewer(actor: Actor) -> User:
+    if not actor.is_admin or actor.user is None:
+        raise AccessDenied("Only staff admins review promotions.")
+    return actor.user
+
+
+def promotion_propose(
+    *,
+    actor: Actor,
+    promotion_type: str,
+    subject_type: str,
+    subject_id: str,
+    proposed_learning: dict[str, Any] | None = None,
+    confidence: float = 0.5,
+    risk_level: str = "low",
+    project: Project | None = None,
+    source_event_ids: list[str] | None = None,
+    expires_at: datetime | None = None,
+    notes: str = "",
+) -> tuple[LearningPromotion, bool]:
+    """Open a candidate; if the subject already has an open one, return that instead (created False)."""
+    writer = writer_for(promotion_type)
+    writer.validate_subject(subject_id)
+    if not 0 <= confidence <= 1:
+        raise ApplicationError("confidence must be between 0 and 1.", field="confidence")
+    existing = LearningPromotion.objects.filter(
+        promotion_type=promotion_type, subject_type=subject_type, subject_id=subject_id, status__in=OPEN_STATUSES
+    ).first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            promotion = LearningPromotion.objects.create(
+                promotion_type=promotion_type, subject_type=subject_type, subject_id=subject_id,
+                proposed_learning=proposed_learning or {}, confidence=confidence, risk_level=risk_level,
+                project=project, source_event_ids=source_event_ids or [], expires_at=expires_at, review_notes=notes,
+            )  # fmt: skip
+            _audit(promotion=promotion, action="propose", actor=actor, before="", notes=notes,
+                   signal=Signal.NEEDS_REVIEW)  # fmt: skip
+    except IntegrityError:
+        # A concurrent proposal for the same subject won: there is still only one.
+        existing = LearningPromotion.objects.filter(
+            promotion_type=promotion_type, subject_type=subject_type, subject_id=subject_id, status__in=OPEN_STATUSES
+        ).first()
+        if existing is None:
+            raise
+        return existing, False
+    return promotion, True
+
+
+def promotion_transition(
+    *, actor: Actor, promotion_id: str, action: str, notes: str = "", superseded_by: str | None = None
+) -> LearningPromotion:
+    """Move a promotion through the state machine under a row lock; an illegal move is a 409."""
+    if action not in TRANSITIONS or action == "expire":
+        raise ApplicationError(f"Unknown action {action!r}.", field="action")
+    reviewer = _require_reviewer(actor)
+    sources, target, _ = TRANSITIONS[action]
+    with transaction.atomic():
+        promotion = (
+            LearningPromotion.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(pk=promotion_id)
+            .first()
+        )
+        if promotion is None:
+            raise ApplicationError("No such promotion.", field="id", code="not_found")
+        before = promotion.status
+        if before not in sources:
+            raise Conflict(
+                f"Cannot {action} a promotion that is {before}; {action} is allowed from {', '.join(sources)}.",
+                field="status",
+            )
+        now = timezone.now()
+        writer = writer_for(promotion.promotion_type)
+        extra: dict[str, Any] = {}
+        if action == "apply":
+            destination = writer.apply(promotion)
+            promotion.destination_table, promotion.destination_record_id = destination.table, destination.record_id
+            promotion.applied_at = now
+            extra = {"destination_table": destination.table, "destination_record_id": destination.record_id}
+        elif action == "pause":
+            writer.pause(promotion)
+        elif action == "resume":
+            writer.resume(promotion)
+        elif action == "supersede":
+            if superseded_by:
+                replacement = LearningPromotion.objects.filter(pk=superseded_by).first()
+                if replacement is None or replacement.pk == promotion.pk:
+                    raise ApplicationError("superseded_by must name another promotion.", field="superseded_by")
+                promotion.superseded_by = replacement
+                extra = {"superseded_by": str(replacement.pk)}
+            writer.retire(promotion)
+        if action in ("approve", "reject"):
+            promotion.reviewed_by, promotion.reviewed_at = reviewer, now
+        if notes:
+            promotion.review_notes = notes[:10_000]
+        promotion.status = target
+        promotion.save()
+        _audit(promotion=promotion, action=action, actor=actor, before=before, notes=notes, extra=extra)
+    return promotion
+
+
+def promotions_expire(*, now: datetime | None = None) -> int:
+    """Candidates past their expires_at become expired: one UPDATE, and one audit event each."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        due = list(
+            LearningPromotion.objects.select_for_update(of=("self",))
+            .filter(status=S.CANDIDATE, expires_at__lt=now)
+            .values_list("pk", "promotion_type", "project__slug")
+        )
+        if not due:
+            return 0
+        LearningPromotion.objects.filter(pk__in=[pk for pk, _, _ in due]).update(status=S.EXPIRED, updated_at=now)
+        events_record_bulk(
+            actor=Actor.for_system(),
+            items=[
+                EventInput(
+                    event_type="promotion_expire",
+                    event_family=EventFamily.WORKFLOW_OUTCOME,
+                    signal=Signal.STALE,
+                    project_slug=project_slug,
+                    surface="promotion_ledger",
+                    subject_type="promotion",
+                    subject_id=str(pk),
+                    source_table=LearningPromotion._meta.db_table,
+                    source_record_id=str(pk),
+                    reason_category=promotion_type,
+                    before_snapshot={"status": S.CANDIDATE},
+                    after_snapshot={"status": S.EXPIRED},
+                )
+                for pk, promotion_type, project_slug in due
+            ],
+        )
+    return len(due)
