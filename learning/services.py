@@ -128,8 +128,8 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     """Analyse user messages, oldest first, embedding them in one batch; already analysed or
     missing ones are skipped, so any delivery of any batch can run again harmlessly."""
     from learning.analyzer import get_analyzer
-    from learning.analyzer.embeddings import get_embedder
     from learning.analyzer.local import LocalAnalyzer
+    from retrieval.embeddings import get_embedder
 
     messages = list(
         ChatMessage.objects.select_related("user", "project")

@@ -26,7 +26,7 @@ from learning.analyzer.base import (
     PreferenceFinding,
     WorkflowFinding,
 )
-from learning.analyzer.embeddings import get_embedder
+from retrieval.embeddings import get_embedder
 
 TYPES = ("preference", "correction", "pain_point", "memory", "none")
 WORKFLOW_MIN_MATCHES = 2  # similar past prompts; with this one, three of a kind
