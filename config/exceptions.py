@@ -49,6 +49,13 @@ class AccessDenied(ApplicationError):
     code = "permission_denied"
 
 
+class NotFoundError(ApplicationError):
+    """The thing named does not exist, or the caller may not know that it does."""
+
+    status_code = status.HTTP_404_NOT_FOUND
+    code = "not_found"
+
+
 class Conflict(ApplicationError):
     """The request conflicts with what is already stored."""
 

@@ -14,6 +14,7 @@ api_v1 = [
     path("feedback/", include("feedback.urls")),
     path("", include("learning.urls")),
     path("promotions/", include("promotions.urls")),
+    path("retrieval/", include("retrieval.urls")),
 ]
 
 urlpatterns = [

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import Project, User
-from config.exceptions import AccessDenied, ApplicationError, Conflict
+from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, Signal
 from feedback.services import EventInput, event_record, events_record_bulk
 from promotions.destinations import writer_for
@@ -120,7 +120,7 @@ def promotion_transition(
             .first()
         )
         if promotion is None:
-            raise ApplicationError("No such promotion.", field="id", code="not_found")
+            raise NotFoundError("No such promotion.", field="id")
         before = promotion.status
         if before not in sources:
             raise Conflict(

@@ -1,1 +1,147 @@
-"""retrieval: see ../shared/ARCHITECTURE.md; its models arrive with their issue."""
+"""Documents, their chunks and embeddings, and the traces of what search returned."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from retrieval.fields import EmbeddingField
+
+OUTCOMES = ("helpful", "unhelpful", "wrong_project", "stale", "unsupported", "unknown")
+
+
+class Document(models.Model):
+    """A source document; ``id`` is the caller's own (text) id."""
+
+    id = models.CharField(primary_key=True, max_length=255)
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    source_type = models.CharField(max_length=50, default="text")
+    source_system = models.CharField(max_length=100, blank=True, default="")
+    title = models.CharField(max_length=500, blank=True, default="")
+    url = models.CharField(max_length=1000, blank=True, default="")
+    participants = models.JSONField(default=list, blank=True)
+    source_created_at = models.DateTimeField(null=True, blank=True)
+    source_updated_at = models.DateTimeField(null=True, blank=True)
+    raw_text = models.TextField()
+    metadata = models.JSONField(default=dict, blank=True)
+    # Of title and text: an import with the same hash does no work.
+    content_hash = models.CharField(max_length=64)
+    imported_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "document_metadata"
+        ordering = ["id"]
+        indexes = [models.Index("project", name="document_project")]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class Chunk(models.Model):
+    """A passage of a document, embedded; search ranks these."""
+
+    id = models.BigAutoField(primary_key=True)  # also the id in the vector index
+    chunk_id = models.CharField(max_length=300, unique=True)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64, db_index=True)
+    embedding = EmbeddingField()
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "document_chunks"
+        ordering = ["document_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="chunk_unique_document_position"),
+        ]
+
+    def __str__(self) -> str:
+        return self.chunk_id
+
+
+def _token() -> str:
+    return uuid.uuid4().hex
+
+
+class IndexGeneration(models.Model):
+    """A counter bumped in the same transaction as any change of chunks: a vector index built
+    at an older generation is stale and is rebuilt before it answers."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    generation = models.PositiveBigIntegerField(default=0)
+    # Names this database's index files: a new database never reads another one's index.
+    token = models.CharField(max_length=32, default=_token)
+
+    class Meta:
+        db_table = "retrieval_index_generation"
+
+    def __str__(self) -> str:
+        return f"generation {self.generation}"
+
+
+class RetrievalQuery(models.Model):
+    """One search: the trace id its results share, and the query's embedding (what weights are
+    later scoped by)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    tool_name = models.CharField(max_length=100, blank=True, default="")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    target_id = models.CharField(max_length=255, blank=True, default="")
+    query_text = models.TextField()
+    embedding = EmbeddingField()
+    k = models.PositiveSmallIntegerField()
+
+    class Meta:
+        db_table = "retrieval_queries"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.query_text[:60]
+
+
+class RetrievalFeedback(models.Model):
+    """What search returned for one query, chunk by chunk, and what became of each result."""
+
+    trace = models.ForeignKey(RetrievalQuery, on_delete=models.CASCADE, related_name="results")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    target_id = models.CharField(max_length=255, blank=True, default="")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    tool_name = models.CharField(max_length=100, blank=True, default="")
+    query_text = models.TextField()
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveSmallIntegerField()
+    score = models.FloatField()
+    weight = models.FloatField(default=1.0)
+    cited = models.BooleanField(default=False)
+    user_referenced = models.BooleanField(default=False)
+    used_in_answer = models.BooleanField(default=False)
+    outcome = models.CharField(max_length=16, default="unknown", choices=[(o, o) for o in OUTCOMES])
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "ai_retrieval_feedback"
+        ordering = ["trace", "rank"]
+        indexes = [
+            models.Index("chunk", "outcome", name="retrieval_fb_chunk_outcome"),
+            models.Index("user", models.F("created_at").desc(), name="retrieval_fb_user_created"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["trace", "chunk"], name="retrieval_fb_unique_trace_chunk"),
+            models.CheckConstraint(condition=Q(outcome__in=OUTCOMES), name="retrieval_fb_outcome_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id} #{self.rank} {self.chunk_id}"

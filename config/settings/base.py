@@ -192,7 +192,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "faiss.loader": {"level": "WARNING"}},
 }
 
 # Preference learning.
@@ -229,3 +229,8 @@ CELERY_BEAT_SCHEDULE = {
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},
     "promotion-expiry": {"task": "promotions.expire_candidates", "schedule": 3600.0},
 }
+
+# Retrieval.
+RETRIEVAL_INDEX_DIR = env.path("RETRIEVAL_INDEX_DIR", default=str(VAR_DIR / "index"))
+RETRIEVAL_CHUNK_CHARS = env.int("RETRIEVAL_CHUNK_CHARS", default=1000)
+RETRIEVAL_MAX_K = env.int("RETRIEVAL_MAX_K", default=50)

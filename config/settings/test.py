@@ -11,3 +11,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 # One process, and a clean cache per test (tests/conftest.py clears it).
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "KEY_PREFIX": "test"}}
+import tempfile  # noqa: E402
+
+RETRIEVAL_INDEX_DIR = tempfile.mkdtemp(prefix="learninglayer-index-")

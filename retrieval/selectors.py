@@ -1,0 +1,38 @@
+"""Reads of retrieval data, with the access rules applied."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from accounts.actors import Actor
+from accounts.models import Project
+from accounts.selectors import project_ids_for_user
+from retrieval.models import Chunk, RetrievalQuery
+
+
+def document_visibility_q(*, actor: Actor, prefix: str = "") -> Q:
+    """Organisation-wide documents for everyone signed in; project documents for the project's
+    members; everything for admins and services."""
+    if actor.sees_everything:
+        return Q()
+    if actor.user is None:
+        return Q(pk__in=[])
+    return Q(**{f"{prefix}project__isnull": True}) | Q(
+        **{f"{prefix}project_id__in": project_ids_for_user(user=actor.user)}
+    )
+
+
+def chunks_visible(*, actor: Actor, project: Project | None, chunk_ids: list[int]) -> dict[int, Chunk]:
+    """The given chunks the actor may read (within ``project`` and organisation-wide ones, if set)."""
+    qs = Chunk.objects.filter(pk__in=chunk_ids).filter(document_visibility_q(actor=actor, prefix="document__"))
+    if project is not None:
+        qs = qs.filter(Q(document__project=project) | Q(document__project__isnull=True))
+    return {c.pk: c for c in qs.select_related("document").defer("embedding")}
+
+
+def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
+    """A search trace: its user's, or anyone's for admins and services (404 otherwise)."""
+    qs = RetrievalQuery.objects.select_related("project").filter(pk=trace_id)
+    if not actor.sees_everything:
+        qs = qs.filter(user=actor.user) if actor.user is not None else qs.none()
+    return qs.first()

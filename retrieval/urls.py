@@ -1,0 +1,9 @@
+from django.urls import path
+
+from retrieval import apis
+
+urlpatterns = [
+    path("documents", apis.DocumentImportApi.as_view(), name="retrieval-documents"),
+    path("search", apis.SearchApi.as_view(), name="retrieval-search"),
+    path("feedback", apis.RetrievalFeedbackApi.as_view(), name="retrieval-feedback"),
+]

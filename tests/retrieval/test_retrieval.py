@@ -1,0 +1,205 @@
+"""Documents, chunks, the vector index, traced search, and feedback on traced results."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from accounts.models import ProjectMembership
+from feedback.models import FeedbackEvent
+from retrieval import index as index_module
+from retrieval.chunking import chunk_text
+from retrieval.models import Chunk, Document, IndexGeneration, RetrievalFeedback, RetrievalQuery
+from retrieval.services import DocumentInput, documents_import
+
+DOCS = [
+    {"id": "wing", "title": "Wing flutter", "raw_text": "Flutter of aircraft wings at transonic speeds.\n\n"
+     "Aeroelastic coupling between bending and torsion modes leads to divergence."},
+    {"id": "boundary", "title": "Boundary layers", "raw_text": "Laminar boundary layer transition on a flat plate "
+     "with pressure gradients and heat transfer."},
+    {"id": "recipes", "title": "Bread", "raw_text": "Sourdough bread needs a starter, flour, water and salt."},
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from retrieval.embeddings import get_embedder
+
+    return get_embedder()
+
+
+@pytest.fixture
+def corpus(world, embedder):
+    documents_import(actor=world.actor("service"), items=[DocumentInput(**d) for d in DOCS])
+    documents_import(
+        actor=world.actor("service"),
+        items=[DocumentInput(id="apollo-plan", title="Apollo launch plan", project_slug="apollo",
+                             raw_text="The Apollo project launches the wing flutter test campaign in May.")],
+    )  # fmt: skip
+
+
+def search(client, query, **body):
+    return client.post("/api/v1/retrieval/search", {"query": query, **body}, format="json")
+
+
+def test_chunking_respects_paragraphs_and_the_size_limit():
+    text = "First paragraph.\n\nSecond one. " + ("A long sentence. " * 100)
+    passages = chunk_text(text, max_chars=200)
+    assert passages[0].startswith("First paragraph.")
+    assert all(len(p) <= 200 for p in passages)
+    assert "".join(passages).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+
+
+def test_import_chunks_embeds_and_skips_unchanged(world, embedder):
+    service = world.actor("service")
+    first = documents_import(actor=service, items=[DocumentInput(**d) for d in DOCS])
+    assert (first.created, first.chunks_embedded) == (3, Chunk.objects.count())
+    generation = IndexGeneration.objects.get().generation
+    again = documents_import(actor=service, items=[DocumentInput(**d) for d in DOCS])
+    assert (again.unchanged, again.chunks_embedded, again.created) == (3, 0, 0)
+    assert IndexGeneration.objects.get().generation == generation  # no work, no re-index
+    changed = documents_import(actor=service, items=[DocumentInput(**{**DOCS[2], "title": "Sourdough"})])
+    assert (changed.updated, changed.chunks_embedded, changed.chunks_reused) == (1, 0, 1)  # same passage, reused
+
+
+def test_search_ranks_traces_and_respects_projects(world, corpus):
+    response = search(world.client("other"), "aeroelastic wing flutter", k=3, tool_name="chat")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["results"][0]["document_id"] == "wing"
+    assert [r["rank"] for r in body["results"]] == [1, 2, 3]
+    assert all(r["weight"] == 1.0 for r in body["results"])
+    assert "apollo-plan" not in {r["document_id"] for r in body["results"]}  # not a member of apollo
+    rows = RetrievalFeedback.objects.filter(trace_id=body["trace_id"]).order_by("rank")
+    assert [(r.rank, r.chunk.chunk_id, r.tool_name) for r in rows] == [
+        (r["rank"], r["chunk_id"], "chat") for r in body["results"]
+    ]
+    member = search(world.client("owner"), "Apollo launch campaign", k=2, project="apollo").json()
+    assert member["results"][0]["document_id"] == "apollo-plan"
+
+
+def test_a_new_document_is_searchable_at_once(world, corpus):
+    documents_import(actor=world.actor("service"), items=[DocumentInput(
+        id="hypersonic", title="Hypersonic heating", raw_text="Stagnation point heating of blunt bodies at hypersonic "
+        "Mach numbers.")])  # fmt: skip
+    body = search(world.client("other"), "heating of blunt bodies in hypersonic flow", k=1).json()
+    assert body["results"][0]["document_id"] == "hypersonic"
+
+
+def test_the_index_survives_a_restart(world, corpus, monkeypatch):
+    search(world.client("other"), "flutter", k=1)  # builds and saves the index
+    fresh = index_module.VectorIndex()  # a new process
+    monkeypatch.setattr(fresh, "_build", lambda: pytest.fail("rebuilt instead of loading the saved index"))
+    assert fresh.ready().ntotal == Chunk.objects.count()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"query": ""}, "query"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "k": 500}, "k"),
+     ({"query": "x", "project": "nope"}, "project"), ({"query": 5}, "query"), ({"query": "x", "extra": 1}, "extra")],
+)  # fmt: skip
+def test_search_bad_input(world, corpus, body, field):
+    response = world.client("owner").post("/api/v1/retrieval/search", body, format="json")
+    assert response.status_code == 400
+    assert field in response.json()["error"]["fields"]
+    assert not RetrievalQuery.objects.exists()
+
+
+def test_feedback_marks_results_and_writes_events(world, corpus):
+    client = world.client("other")
+    body = search(client, "wing flutter", k=3).json()
+    top, second = body["results"][0]["chunk_id"], body["results"][1]["chunk_id"]
+    response = client.post("/api/v1/retrieval/feedback", {
+        "trace_id": body["trace_id"],
+        "results": [{"chunk_id": top, "cited": True, "used_in_answer": True, "outcome": "helpful"},
+                    {"chunk_id": second, "outcome": "stale"}],
+    }, format="json")  # fmt: skip
+    assert response.json() == {"updated": 2}
+    rows = {r.chunk.chunk_id: r for r in RetrievalFeedback.objects.filter(trace_id=body["trace_id"])}
+    assert (rows[top].cited, rows[top].used_in_answer, rows[top].outcome) == (True, True, "helpful")
+    assert rows[second].outcome == "stale"
+    events = FeedbackEvent.objects.filter(event_family="retrieval").order_by("subject_id")
+    assert {(e.subject_id, e.signal) for e in events} == {(top, "positive"), (second, "stale")}
+
+
+def test_a_downvoted_answer_is_evidence_not_a_verdict(world, corpus):
+    client = world.client("other")
+    body = search(client, "wing flutter", k=3).json()
+    used = body["results"][0]["chunk_id"]
+    client.post("/api/v1/retrieval/feedback", {"trace_id": body["trace_id"],
+                "results": [{"chunk_id": used, "used_in_answer": True}]}, format="json")  # fmt: skip
+    client.post("/api/v1/retrieval/feedback", {"trace_id": body["trace_id"], "answer_rating": "down"}, format="json")
+    outcomes = {r.chunk.chunk_id: r.outcome for r in RetrievalFeedback.objects.filter(trace_id=body["trace_id"])}
+    assert outcomes.pop(used) == "unhelpful"
+    assert set(outcomes.values()) == {"unknown"}
+
+
+@pytest.mark.parametrize(
+    ("results", "field"),
+    [([{"chunk_id": "nope#0"}], "chunk_id"), ([{"chunk_id": "wing#0", "outcome": "great"}], "outcome"),
+     ([{"chunk_id": "wing#0", "cited": "sometimes"}], "cited")],
+)  # fmt: skip
+def test_feedback_bad_input(world, corpus, results, field):
+    body = search(world.client("other"), "wing flutter", k=3).json()
+    feedback = {"trace_id": body["trace_id"], "results": results}
+    response = world.client("other").post("/api/v1/retrieval/feedback", feedback, format="json")
+    assert response.status_code == 400
+    assert field in json.dumps(response.json()["error"]["fields"])
+    assert set(RetrievalFeedback.objects.values_list("outcome", flat=True)) == {"unknown"}
+
+
+def test_another_users_trace_is_404(world, corpus):
+    body = search(world.client("other"), "wing flutter", k=1).json()
+    feedback = {"trace_id": body["trace_id"], "answer_rating": "down"}
+    assert world.client("owner").post("/api/v1/retrieval/feedback", feedback, format="json").status_code == 404
+    assert world.client("admin").post("/api/v1/retrieval/feedback", feedback, format="json").status_code == 200
+
+
+@pytest.mark.parametrize(("role", "project", "expected"), [
+    ("anonymous", None, 401), ("owner", None, 403), ("owner", "apollo", 403), ("other", "apollo", 403),
+    ("admin", None, 200), ("service", "apollo", 200),
+])  # fmt: skip
+def test_who_may_import(world, embedder, role, project, expected):
+    doc = {"id": f"doc-{role}", "raw_text": "Some text about wings.", "project": project}
+    response = world.client(role).post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
+    assert response.status_code == expected
+    assert Document.objects.filter(pk=f"doc-{role}").exists() == (expected == 200)
+
+
+def test_a_project_admin_imports_into_their_project(world, embedder):
+    ProjectMembership.objects.filter(user=world.owner).update(role="admin")
+    doc = {"id": "plan", "raw_text": "Launch plan.", "project": "apollo"}
+    assert world.client("owner").post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json").json()[
+        "created"] == 1  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"documents": []}, "documents"), ({"documents": [{"id": "x"}]}, "raw_text"),
+    ({"documents": [{"id": "x", "raw_text": "   "}]}, "raw_text"),
+    ({"documents": [{"id": "x", "raw_text": "t", "project": "nope"}]}, "project"),
+    ({"documents": [{"id": f"d{i}", "raw_text": "t"} for i in range(501)]}, "documents"),
+])  # fmt: skip
+def test_import_bad_input(world, body, field):
+    response = world.client("admin").post("/api/v1/retrieval/documents", body, format="json")
+    assert response.status_code == 400
+    assert field in json.dumps(response.json()["error"]["fields"])
+    assert not Document.objects.exists()
+
+
+def test_import_command_reads_json_lines_and_folders(db, tmp_path, embedder):
+    lines = tmp_path / "docs.jsonl"
+    lines.write_text("\n".join(json.dumps({"id": d["id"], "title": d["title"], "text": d["raw_text"]}) for d in DOCS))
+    out = io.StringIO()
+    call_command("import_documents", str(lines), stdout=out, stderr=io.StringIO())
+    assert "3 created" in out.getvalue()
+    call_command("import_documents", str(lines), stdout=out, stderr=io.StringIO())
+    assert "3 unchanged; 0 passages embedded" in out.getvalue()
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.md").write_text("Notes about wind tunnels.")
+    (folder / "ignored.bin").write_bytes(b"\x00")
+    call_command("import_documents", str(folder), stdout=out, stderr=io.StringIO())
+    assert Document.objects.get(pk="sub/a.md").title == "a"
