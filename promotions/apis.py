@@ -127,3 +127,19 @@ class PromotionActionApi(APIView):
             superseded_by=str(superseded_by) if superseded_by else None,
         )
         return Response(PromotionOutputSerializer(promotion).data)
+
+
+class ScanOutputSerializer(serializers.Serializer):
+    groups = serializers.IntegerField(help_text="Chunks with enough repeated signals to consider.")
+    boosts = serializers.IntegerField(help_text="New boost candidates.")
+    penalties = serializers.IntegerField(help_text="New penalty candidates.")
+    skipped_open = serializers.IntegerField(help_text="Chunks that already have an open candidate.")
+
+
+class PromotionScanApi(APIView):
+    @extend_schema(request=None, responses=ScanOutputSerializer, summary="Run the retrieval promotion scan now")
+    def post(self, request: Request) -> Response:
+        from promotions.scanners import retrieval_scan
+
+        report = retrieval_scan(actor=_admin(request))
+        return Response(ScanOutputSerializer(report).data)

@@ -14,6 +14,8 @@ from config.exceptions import ApplicationError
 from feedback.models import TaskFeedback
 from feedback.services import task_feedback_set_promoted
 from promotions.models import LearningPromotion
+from retrieval.models import Chunk, RetrievalWeight, WeightStatus
+from retrieval.services import weight_create, weight_set_status
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,8 @@ class Destination:
 
 
 class DestinationWriter(Protocol):
+    subject_type: str
+
     def validate_subject(self, subject_id: str) -> None: ...
 
     def apply(self, promotion: LearningPromotion) -> Destination: ...
@@ -65,10 +69,36 @@ class TaskExampleWriter:
             task_feedback_set_promoted(feedback_id=promotion.subject_id, promoted=False)
 
 
-WRITERS: dict[str, TaskExampleWriter] = {"task_example": TaskExampleWriter()}
+class RetrievalWeightWriter:
+    """A learned ranking multiplier for one chunk (``ai_retrieval_weights``)."""
+
+    subject_type = "chunk"
+
+    def validate_subject(self, subject_id: str) -> None:
+        if not subject_id.isdigit() or not Chunk.objects.filter(pk=int(subject_id)).exists():
+            raise ApplicationError(f"No chunk {subject_id}.", field="subject_id")
+
+    def apply(self, promotion: LearningPromotion) -> Destination:
+        weight = weight_create(promotion_id=promotion.pk, learning=promotion.proposed_learning)
+        return Destination(table=RetrievalWeight._meta.db_table, record_id=str(weight.pk))
+
+    def pause(self, promotion: LearningPromotion) -> None:
+        weight_set_status(promotion_id=promotion.pk, status=WeightStatus.PAUSED)
+
+    def resume(self, promotion: LearningPromotion) -> None:
+        weight_set_status(promotion_id=promotion.pk, status=WeightStatus.ACTIVE)
+
+    def retire(self, promotion: LearningPromotion) -> None:
+        weight_set_status(promotion_id=promotion.pk, status=WeightStatus.SUPERSEDED)
 
 
-def writer_for(promotion_type: str) -> TaskExampleWriter:
+WRITERS: dict[str, DestinationWriter] = {
+    "task_example": TaskExampleWriter(),
+    "retrieval_weight": RetrievalWeightWriter(),
+}
+
+
+def writer_for(promotion_type: str) -> DestinationWriter:
     writer = WRITERS.get(promotion_type)
     if writer is None:
         raise ApplicationError(

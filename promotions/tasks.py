@@ -11,3 +11,13 @@ from promotions import services
 def expire_candidates() -> int:
     """Candidates nobody reviewed before their expires_at become expired."""
     return services.promotions_expire()
+
+
+@shared_task(name="promotions.retrieval_scan", ignore_result=True)
+def retrieval_scan() -> dict:
+    """Propose retrieval-weight candidates from the search traces (scheduled and on demand)."""
+    from dataclasses import asdict
+
+    from promotions.scanners import retrieval_scan as scan
+
+    return asdict(scan())

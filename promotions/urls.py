@@ -6,6 +6,7 @@ ACTIONS = ("approve", "reject", "apply", "pause", "resume", "supersede")
 
 urlpatterns = [
     path("", apis.PromotionListCreateApi.as_view(), name="promotions"),
+    path("scan", apis.PromotionScanApi.as_view(), name="promotions-scan"),
     path("<uuid:promotion_id>", apis.PromotionDetailApi.as_view(), name="promotion-detail"),
     *[
         path(

@@ -145,3 +145,51 @@ class RetrievalFeedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace_id} #{self.rank} {self.chunk_id}"
+
+
+class WeightScope(models.TextChoices):
+    GLOBAL = "global"  # every query (query-independent evidence: stale)
+    PROJECT = "project"  # queries within one project (wrong_project)
+    QUERY = "query"  # queries near those that produced the evidence
+
+
+class WeightStatus(models.TextChoices):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    SUPERSEDED = "superseded"
+
+
+class RetrievalWeight(models.Model):
+    """A bounded ranking multiplier for one chunk, made only by applying an approved promotion."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    subject_type = models.CharField(max_length=16, default="chunk")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=16, choices=WeightScope.choices)
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # For query-scoped weights: they apply when the query's embedding is at least this
+    # similar to the mean embedding of the queries behind the evidence.
+    query_centroid = EmbeddingField(null=True, blank=True)
+    min_similarity = models.FloatField(null=True, blank=True)
+    multiplier = models.FloatField()
+    status = models.CharField(max_length=16, choices=WeightStatus.choices, default=WeightStatus.ACTIVE)
+    reason = models.CharField(max_length=32, blank=True, default="")
+    promotion = models.OneToOneField(
+        "promotions.LearningPromotion", null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        db_table = "ai_retrieval_weights"
+        indexes = [models.Index("chunk", "status", name="weight_chunk_status")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(multiplier__gte=0.65, multiplier__lte=1.5), name="weight_multiplier_bounds"
+            ),
+            models.CheckConstraint(condition=Q(status__in=WeightStatus.values), name="weight_status_valid"),
+            models.CheckConstraint(condition=Q(scope__in=WeightScope.values), name="weight_scope_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"x{self.multiplier:.2f} {self.chunk_id} ({self.scope}, {self.status})"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 from django.db.models import Q
 
 from accounts.actors import Actor
 from accounts.models import Project
 from accounts.selectors import project_ids_for_user
-from retrieval.models import Chunk, RetrievalQuery
+from retrieval.models import Chunk, RetrievalQuery, RetrievalWeight, WeightScope, WeightStatus
 
 
 def document_visibility_q(*, actor: Actor, prefix: str = "") -> Q:
@@ -36,3 +37,21 @@ def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
     if not actor.sees_everything:
         qs = qs.filter(user=actor.user) if actor.user is not None else qs.none()
     return qs.first()
+
+
+def weights_for(*, chunk_ids: list[int], project: Project | None, query_vector: np.ndarray) -> dict[int, float]:
+    """The multiplier each chunk gets for this query: the product of its active weights whose
+    scope covers the query (global; this project; or a query close enough to the evidence)."""
+    result: dict[int, float] = {}
+    rows = RetrievalWeight.objects.filter(chunk_id__in=chunk_ids, status=WeightStatus.ACTIVE).values_list(
+        "chunk_id", "scope", "project_id", "query_centroid", "min_similarity", "multiplier"
+    )
+    for chunk_id, scope, project_id, centroid, min_similarity, multiplier in rows:
+        if scope == WeightScope.PROJECT and (project is None or project.pk != project_id):
+            continue
+        if scope == WeightScope.QUERY and (
+            centroid is None or float(np.dot(query_vector, centroid)) < (min_similarity or 1.0)
+        ):
+            continue
+        result[chunk_id] = min(1.5, max(0.65, result.get(chunk_id, 1.0) * multiplier))
+    return result

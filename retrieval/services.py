@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,14 +14,23 @@ from django.db import transaction
 
 from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
-from config.exceptions import AccessDenied, ApplicationError, NotFoundError
+from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, Signal
 from feedback.services import EventInput, events_record_bulk
 from retrieval.chunking import chunk_text
 from retrieval.embeddings import get_embedder
 from retrieval.index import bump_generation, get_index
-from retrieval.models import OUTCOMES, Chunk, Document, RetrievalFeedback, RetrievalQuery
-from retrieval.selectors import chunks_visible, trace_get
+from retrieval.models import (
+    OUTCOMES,
+    Chunk,
+    Document,
+    RetrievalFeedback,
+    RetrievalQuery,
+    RetrievalWeight,
+    WeightScope,
+    WeightStatus,
+)
+from retrieval.selectors import chunks_visible, trace_get, weights_for
 
 
 @dataclass
@@ -164,15 +174,15 @@ def search(
     vector = get_embedder().embed_one(query)
     candidates = get_index().search(vector, max(200, k * 20))
     visible = chunks_visible(actor=actor, project=project, chunk_ids=[pk for pk, _ in candidates])
-    hits: list[SearchHit] = []
-    for pk, score in candidates:
-        chunk = visible.get(pk)
-        if chunk is None:
-            continue
-        # Weights arrive with the retrieval promotion scan: until one is applied, 1.0.
-        hits.append(SearchHit(rank=len(hits) + 1, score=score, weight=1.0, chunk=chunk))
-        if len(hits) == k:
-            break
+    multipliers = weights_for(chunk_ids=list(visible), project=project, query_vector=vector)
+    scored = sorted(
+        ((max(score, 0.0) * multipliers.get(pk, 1.0), score, pk) for pk, score in candidates if pk in visible),
+        reverse=True,
+    )
+    hits = [
+        SearchHit(rank=rank, score=weighted, weight=multipliers.get(pk, 1.0), chunk=visible[pk])
+        for rank, (weighted, _, pk) in enumerate(scored[:k], start=1)
+    ]
     with transaction.atomic():
         trace = RetrievalQuery.objects.create(
             user=actor.user, project=project, tool_name=tool_name[:100], session_id=session_id[:255],
@@ -279,3 +289,35 @@ def retrieval_feedback_record(
             ],
         ) if changed else None
     return list(changed.values())
+
+
+def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight:
+    """Create the weight an applied promotion describes; it supersedes the chunk's earlier
+    active or paused weights of the same scope (and project). Once per promotion."""
+    existing = RetrievalWeight.objects.filter(promotion_id=promotion_id).first()
+    if existing is not None:
+        return existing  # an apply delivered twice
+    chunk = Chunk.objects.filter(pk=int(learning.get("chunk") or 0)).first()
+    if chunk is None:
+        raise Conflict(f"Chunk {learning.get('chunk')} no longer exists.", field="subject_id")
+    scope = learning.get("scope")
+    if scope not in WeightScope.values:
+        raise ApplicationError(f"Unknown weight scope {scope!r}.", field="scope")
+    project = Project.objects.filter(slug=learning["project"]).first() if learning.get("project") else None
+    centroid = learning.get("centroid")
+    with transaction.atomic():
+        RetrievalWeight.objects.filter(
+            chunk=chunk, scope=scope, project=project, status__in=[WeightStatus.ACTIVE, WeightStatus.PAUSED]
+        ).update(status=WeightStatus.SUPERSEDED)
+        weight = RetrievalWeight.objects.create(
+            chunk=chunk, document_id=chunk.document_id, scope=scope, project=project,
+            query_centroid=np.asarray(centroid, dtype=np.float32) if centroid else None,
+            min_similarity=learning.get("min_similarity"), multiplier=float(learning["multiplier"]),
+            reason=str(learning.get("reason", ""))[:32], promotion_id=promotion_id,
+        )  # fmt: skip
+    return weight
+
+
+def weight_set_status(*, promotion_id: uuid.UUID, status: str) -> int:
+    """Pause, resume or supersede the weight a promotion made (0 if it has none)."""
+    return RetrievalWeight.objects.filter(promotion_id=promotion_id).update(status=status)

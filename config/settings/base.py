@@ -228,9 +228,17 @@ CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},
     "promotion-expiry": {"task": "promotions.expire_candidates", "schedule": 3600.0},
+    "retrieval-scan": {"task": "promotions.retrieval_scan", "schedule": 3600.0},
 }
 
 # Retrieval.
 RETRIEVAL_INDEX_DIR = env.path("RETRIEVAL_INDEX_DIR", default=str(VAR_DIR / "index"))
 RETRIEVAL_CHUNK_CHARS = env.int("RETRIEVAL_CHUNK_CHARS", default=1000)
 RETRIEVAL_MAX_K = env.int("RETRIEVAL_MAX_K", default=50)
+# The retrieval promotion scan: evidence from the last RETRIEVAL_SCAN_DAYS, at least
+# RETRIEVAL_SCAN_MIN_SUPPORT signals of a kind per chunk, smoothed with RETRIEVAL_SCAN_PRIOR
+# pseudo-observations; a boost needs a rank-adjusted lift of RETRIEVAL_SCAN_MIN_LIFT.
+RETRIEVAL_SCAN_DAYS = env.int("RETRIEVAL_SCAN_DAYS", default=90)
+RETRIEVAL_SCAN_MIN_SUPPORT = env.int("RETRIEVAL_SCAN_MIN_SUPPORT", default=3)
+RETRIEVAL_SCAN_PRIOR = env.float("RETRIEVAL_SCAN_PRIOR", default=2.0)
+RETRIEVAL_SCAN_MIN_LIFT = env.float("RETRIEVAL_SCAN_MIN_LIFT", default=1.2)

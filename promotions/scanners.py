@@ -1,0 +1,156 @@
+"""Scanners: rules that turn repeated evidence into promotion candidates.
+
+The retrieval scan aggregates the search traces in SQL (one GROUP BY over
+``ai_retrieval_feedback``), then decides per aggregated chunk:
+
+* a **boost** only from repeated positive signals (cited, used in the answer, referenced,
+  or marked helpful) and no problem signal, when the chunk earned more of them than its
+  ranks predict: each showing counts ``1 / log2(rank + 1)`` of an expected positive
+  (rank 1 is cited more for being first), and the lift is smoothed toward 1;
+* a **penalty** from repeated problem outcomes (unhelpful, wrong_project, stale,
+  unsupported), from their smoothed rate.
+
+Each weight is scoped to what its evidence supports: stale content everywhere,
+wrong-project content within that project, relevance (helpful or not) in the
+neighbourhood of the queries that produced it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db.models import Count, F, FloatField, Q, Sum
+from django.db.models.functions import Cast, Log
+from django.utils import timezone
+
+from accounts.actors import Actor
+from accounts.models import Project
+from promotions.models import OPEN_STATUSES, LearningPromotion
+from promotions.services import promotion_propose
+from retrieval.models import RetrievalFeedback
+
+POSITIVE = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | Q(outcome="helpful")
+PROBLEMS = ("unhelpful", "wrong_project", "stale", "unsupported")
+SCOPE_FOR_PROBLEM = {"stale": "global", "wrong_project": "project", "unhelpful": "query", "unsupported": "query"}
+
+
+@dataclass
+class ScanReport:
+    groups: int = 0
+    boosts: int = 0
+    penalties: int = 0
+    skipped_open: int = 0
+
+
+def _discount():
+    # 1 / log2(rank + 1): what one showing at this rank is worth in expected positives.
+    return 1.0 / Log(2.0, Cast(F("rank"), FloatField()) + 1.0)
+
+
+def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
+    """Propose retrieval-weight candidates from repeated, grouped trace signals."""
+    actor = actor or Actor.for_system()
+    since = timezone.now() - timedelta(days=settings.RETRIEVAL_SCAN_DAYS)
+    support = settings.RETRIEVAL_SCAN_MIN_SUPPORT
+    traces = RetrievalFeedback.objects.filter(created_at__gte=since)
+    totals = traces.aggregate(positives=Count("id", filter=POSITIVE), discount=Sum(_discount()))
+    per_discount = (totals["positives"] or 0) / (totals["discount"] or 1.0)
+
+    groups = (
+        traces.values("chunk_id", "document_id", "project_id")
+        .annotate(
+            shown=Count("id"),
+            positives=Count("id", filter=POSITIVE),
+            discount=Sum(_discount()),
+            **{problem: Count("id", filter=Q(outcome=problem)) for problem in PROBLEMS},
+        )
+        .filter(_any_at_least(("positives", *PROBLEMS), support))
+        .order_by()
+    )
+    report = ScanReport()
+    proposals = []
+    for group in groups:
+        report.groups += 1
+        problems: dict[str, int] = {p: group[p] for p in PROBLEMS}  # type: ignore[literal-required]
+        if any(problems.values()):
+            kind, count = max(problems.items(), key=lambda item: item[1])
+            if count < support:
+                continue  # problem signals block a boost, but are too few to penalise
+            rate = count / (group["shown"] + settings.RETRIEVAL_SCAN_PRIOR)
+            multiplier = min(0.95, max(0.65, 1.0 - 0.5 * rate))
+            proposals.append((group, kind, multiplier, SCOPE_FOR_PROBLEM[kind], Q(outcome=kind), count))
+        elif group["positives"] >= support:
+            expected = per_discount * (group["discount"] or 0.0)
+            prior = settings.RETRIEVAL_SCAN_PRIOR
+            lift = (group["positives"] + prior) / (expected + prior)
+            if lift < settings.RETRIEVAL_SCAN_MIN_LIFT:
+                continue  # as often used as its rank predicts: nothing to learn
+            multiplier = min(1.5, max(1.05, 1.0 + 0.5 * math.log2(lift)))
+            proposals.append((group, "helpful", multiplier, "query", POSITIVE, group["positives"]))
+
+    centroids = _query_neighbourhoods(
+        traces, {(g["chunk_id"], g["project_id"]): kind for g, kind, _, scope, _, _ in proposals if scope == "query"}
+    )
+    projects = Project.objects.in_bulk({g["project_id"] for g, *_ in proposals if g["project_id"]})
+    open_subjects = set(
+        LearningPromotion.objects.filter(promotion_type="retrieval_weight", status__in=OPEN_STATUSES).values_list(
+            "subject_id", flat=True
+        )
+    )
+    for group, kind, multiplier, scope, _, count in proposals:
+        subject = str(group["chunk_id"])
+        if subject in open_subjects:
+            report.skipped_open += 1
+            continue
+        project = projects.get(group["project_id"]) if group["project_id"] else None
+        learning = {
+            "chunk": group["chunk_id"], "document": group["document_id"], "multiplier": round(multiplier, 4),
+            "scope": scope, "project": project.slug if (project and scope == "project") else None, "reason": kind,
+            "evidence": {"shown": group["shown"], "positives": group["positives"], "problems": count},
+        }  # fmt: skip
+        if scope == "query":
+            centroid, min_similarity = centroids[(group["chunk_id"], group["project_id"])]
+            learning.update({"centroid": [round(float(v), 6) for v in centroid], "min_similarity": min_similarity})
+        _, created = promotion_propose(
+            actor=actor, promotion_type="retrieval_weight", subject_type="chunk", subject_id=subject,
+            proposed_learning=learning, confidence=round(1 - 1 / (1 + count / support), 3),
+            risk_level="low" if kind in ("helpful", "stale") else "medium", project=project,
+        )  # fmt: skip
+        open_subjects.add(subject)
+        if created:
+            report.boosts += kind == "helpful"
+            report.penalties += kind != "helpful"
+    return report
+
+
+def _any_at_least(names: tuple[str, ...], support: int) -> Q:
+    condition = Q()
+    for name in names:
+        condition |= Q(**{f"{name}__gte": support})
+    return condition
+
+
+def _query_neighbourhoods(traces, wanted: dict[tuple[int, int | None], str]) -> dict:
+    """For each (chunk, project): the mean embedding of the queries that carried its signal, and
+    how close a new query must be to it (just under the least similar of them). One query."""
+    rows = traces.filter(chunk_id__in={chunk for chunk, _ in wanted}).values_list(
+        "chunk_id", "project_id", "trace__embedding", "cited", "used_in_answer", "user_referenced", "outcome"
+    )
+    vectors: dict[tuple[int, int | None], list[np.ndarray]] = {key: [] for key in wanted}
+    for chunk_id, project_id, embedding, cited, used, referenced, outcome in rows:
+        kind = wanted.get((chunk_id, project_id))
+        carried = (cited or used or referenced or outcome == "helpful") if kind == "helpful" else outcome == kind
+        if kind is not None and carried:
+            vectors[(chunk_id, project_id)].append(np.frombuffer(bytes(embedding), dtype=np.float32))
+    result = {}
+    for key, found in vectors.items():
+        matrix = np.vstack(found)
+        centroid = matrix.mean(axis=0)
+        centroid /= np.linalg.norm(centroid) or 1.0
+        least = float((matrix @ centroid).min())
+        result[key] = (centroid, round(min(0.9, max(0.45, least - 0.05)), 4))
+    return result

@@ -1,0 +1,149 @@
+"""The retrieval promotion scan, retrieval weights, and search applying them."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from promotions import services
+from promotions.models import LearningPromotion
+from promotions.scanners import retrieval_scan
+from retrieval.models import Chunk, RetrievalFeedback, RetrievalWeight
+from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
+
+DOCS = {
+    "flutter": "Flutter of aircraft wings: aeroelastic coupling of bending and torsion.",
+    "flutter-tests": "Wind tunnel tests of wing flutter with control surfaces.",
+    "buckling": "Buckling of thin cylindrical shells under axial compression.",
+    "heating": "Aerodynamic heating of blunt bodies in hypersonic flow.",
+}
+
+
+@pytest.fixture
+def corpus(world):
+    from retrieval.embeddings import get_embedder
+
+    get_embedder()
+    documents_import(actor=world.actor("service"), items=[DocumentInput(id=k, raw_text=v) for k, v in DOCS.items()])
+    return {c.document_id: c for c in Chunk.objects.all()}
+
+
+def ask(world, query, *, mark=None, outcome=None, times=3, k=4, role="other"):
+    """Search ``times`` times; each time mark chunk ``mark`` cited+used (or with ``outcome``)."""
+    actor = world.actor(role)
+    for _ in range(times):
+        result = search(actor=actor, query=query, k=k)
+        if mark is not None:
+            chunk_id = f"{mark}#0"
+            item = ResultFeedback(chunk_id=chunk_id, outcome=outcome) if outcome else ResultFeedback(
+                chunk_id=chunk_id, cited=True, used_in_answer=True, outcome="helpful")  # fmt: skip
+            retrieval_feedback_record(actor=actor, trace_id=result.trace_id, items=[item])
+
+
+def ranks(world, query, k=4):
+    return [hit.chunk.document_id for hit in search(actor=world.actor("admin"), query=query, k=k).hits]
+
+
+def approve_and_apply_all(world):
+    admin = world.actor("admin")
+    for promotion in LearningPromotion.objects.filter(status="candidate"):
+        services.promotion_transition(actor=admin, promotion_id=str(promotion.pk), action="approve")
+        services.promotion_transition(actor=admin, promotion_id=str(promotion.pk), action="apply")
+
+
+def test_repeated_use_below_the_top_becomes_a_query_scoped_boost(world, corpus):
+    query = "wind tunnel flutter experiments"
+    before = ranks(world, query)
+    lower = before[1]  # used every time although ranked second
+    ask(world, query, mark=lower)
+    report = retrieval_scan()
+    assert report.boosts == 1
+    promotion = LearningPromotion.objects.get(status="candidate")
+    learning = promotion.proposed_learning
+    assert (promotion.subject_id, learning["scope"], learning["reason"]) == (str(corpus[lower].pk), "query", "helpful")
+    assert 1.0 < learning["multiplier"] <= 1.5
+    assert len(learning["centroid"]) == 384
+    approve_and_apply_all(world)
+    assert ranks(world, query)[0] == lower  # the boost applies to this neighbourhood...
+    assert ranks(world, "buckling of cylindrical shells")[0] == "buckling"  # ...not to unrelated queries
+    hit = next(h for h in search(actor=world.actor("admin"), query=query, k=4).hits if h.chunk.document_id == lower)
+    assert hit.weight == pytest.approx(learning["multiplier"])
+
+
+def test_two_signals_are_not_enough(world, corpus, settings):
+    ask(world, "wind tunnel flutter experiments", mark="flutter-tests", times=2)
+    assert retrieval_scan().boosts == 0
+    assert not LearningPromotion.objects.exists()
+
+
+def test_repeatedly_stale_content_is_penalised_everywhere(world, corpus):
+    ask(world, "hypersonic heating", mark="heating", outcome="stale")
+    retrieval_scan()
+    learning = LearningPromotion.objects.get().proposed_learning
+    assert (learning["scope"], learning["reason"]) == ("global", "stale")
+    assert 0.65 <= learning["multiplier"] < 1.0
+    approve_and_apply_all(world)
+    weight = RetrievalWeight.objects.get()
+    assert (weight.scope, weight.status) == ("global", "active")
+
+
+def test_problem_signals_block_a_boost(world, corpus):
+    ask(world, "wind tunnel flutter experiments", mark="flutter-tests")
+    ask(world, "wind tunnel flutter experiments", mark="flutter-tests", outcome="unhelpful", times=1)
+    assert retrieval_scan().boosts == 0
+
+
+def test_no_second_open_candidate_and_scanning_twice_adds_nothing(world, corpus):
+    ask(world, "hypersonic heating", mark="heating", outcome="stale")
+    first = retrieval_scan()
+    second = retrieval_scan()
+    assert (first.penalties, second.penalties, second.skipped_open) == (1, 0, 1)
+    assert LearningPromotion.objects.count() == 1
+
+
+def test_paused_and_superseded_weights_are_ignored(world, corpus):
+    query = "wind tunnel flutter experiments"
+    lower = ranks(world, query)[1]
+    ask(world, query, mark=lower)
+    retrieval_scan()
+    approve_and_apply_all(world)
+    promotion = LearningPromotion.objects.get()
+    assert ranks(world, query)[0] == lower
+    services.promotion_transition(actor=world.actor("admin"), promotion_id=str(promotion.pk), action="pause")
+    assert ranks(world, query)[0] != lower
+    services.promotion_transition(actor=world.actor("admin"), promotion_id=str(promotion.pk), action="resume")
+    assert ranks(world, query)[0] == lower
+    services.promotion_transition(actor=world.actor("admin"), promotion_id=str(promotion.pk), action="supersede")
+    assert RetrievalWeight.objects.get().status == "superseded"
+    assert ranks(world, query)[0] != lower
+
+
+def test_an_apply_delivered_twice_makes_one_weight(world, corpus):
+    from retrieval.services import weight_create
+
+    ask(world, "hypersonic heating", mark="heating", outcome="stale")
+    retrieval_scan()
+    approve_and_apply_all(world)
+    promotion = LearningPromotion.objects.get()
+    weight_create(promotion_id=promotion.pk, learning=promotion.proposed_learning)
+    assert RetrievalWeight.objects.count() == 1
+
+
+def test_the_database_refuses_a_weight_outside_its_bounds(world, corpus):
+    chunk = next(iter(corpus.values()))
+    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ai_retrieval_weights (created_at, updated_at, subject_type, chunk_id, document_id, scope, "
+            "multiplier, status, reason) VALUES (CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 'chunk', %s, %s, 'global', "
+            "2.0, 'active', '')",
+            [chunk.pk, chunk.document_id],
+        )
+
+
+def test_scan_endpoint_is_for_admins(world, corpus):
+    ask(world, "hypersonic heating", mark="heating", outcome="stale")
+    assert world.client("owner").post("/api/v1/promotions/scan").status_code == 403
+    assert world.client("service").post("/api/v1/promotions/scan").status_code == 403
+    response = world.client("admin").post("/api/v1/promotions/scan")
+    assert response.json() == {"groups": 1, "boosts": 0, "penalties": 1, "skipped_open": 0}
+    assert RetrievalFeedback.objects.filter(outcome="stale").count() == 3
