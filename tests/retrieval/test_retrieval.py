@@ -203,3 +203,12 @@ def test_import_command_reads_json_lines_and_folders(db, tmp_path, embedder):
     (folder / "ignored.bin").write_bytes(b"\x00")
     call_command("import_documents", str(folder), stdout=out, stderr=io.StringIO())
     assert Document.objects.get(pk="sub/a.md").title == "a"
+
+
+def test_import_command_skips_documents_without_text(db, tmp_path, embedder):
+    lines = tmp_path / "docs.jsonl"
+    lines.write_text(json.dumps({"id": "a", "text": "Wings."}) + "\n" + json.dumps({"id": "b", "text": "  "}))
+    out = io.StringIO()
+    call_command("import_documents", str(lines), stdout=out, stderr=io.StringIO())
+    assert "1 created" in out.getvalue()
+    assert "1 skipped for having no text (b)" in out.getvalue()

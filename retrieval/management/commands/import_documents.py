@@ -32,6 +32,8 @@ class Command(BaseCommand):
         if not path.exists():
             raise CommandError(f"{path} does not exist.")
         documents = list(self._read(path, options["project"]))
+        empty = [d.id for d in documents if not d.raw_text.strip()]
+        documents = [d for d in documents if d.raw_text.strip()]
         total = ImportReport()
         batch = max(1, options["batch"])
         with tqdm(total=len(documents), unit="doc", disable=None) as progress:
@@ -47,6 +49,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{total.created} created, {total.updated} updated, {total.unchanged} unchanged; "
             f"{total.chunks_embedded} passages embedded, {total.chunks_reused} reused"
+            + (f"; {len(empty)} skipped for having no text ({', '.join(empty[:5])})" if empty else "")
         )
 
     def _read(self, path: Path, project: str | None) -> Iterator[DocumentInput]:
