@@ -103,12 +103,18 @@ def main() -> None:
     call_command("import_documents", handle.name, stdout=open(os.devnull, "w"))  # noqa: SIM115
 
     admin = User.objects.get(username="bench")
-    admin_client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key_create(owner=admin, name='admin')[1]}")
+    admin_client = Client(
+        SERVER_NAME="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {api_key_create(owner=admin, name='admin')[1]}"
+    )
     users = []
     for i in range(args.users):
         user = user_ensure(username=f"reader{i}", password="unused-password-123")
-        users.append(Client(HTTP_AUTHORIZATION=f"Bearer {api_key_create(owner=user, name='reader')[1]}"))
-    evaluator = Client(HTTP_AUTHORIZATION=f"Bearer {api_key_create(owner=admin, name='eval')[1]}")
+        users.append(
+            Client(SERVER_NAME="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {api_key_create(owner=user, name='reader')[1]}")
+        )
+    evaluator = Client(
+        SERVER_NAME="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {api_key_create(owner=admin, name='eval')[1]}"
+    )
 
     def ranked(client: Client, query: str) -> dict:
         response = client.post("/api/v1/retrieval/search", {"query": query, "k": 10, "tool_name": "bench"},

@@ -12,7 +12,7 @@ The retrieval scan aggregates the search traces in SQL (one GROUP BY over
 
 Each weight is scoped to what its evidence supports: stale content everywhere,
 wrong-project content within that project, relevance (helpful or not) in the
-neighbourhood of the queries that produced it.
+neighbourhood of the queries that produced it (near-paraphrases of any of them).
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from retrieval.models import RetrievalFeedback
 
 POSITIVE = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | Q(outcome="helpful")
 PROBLEMS = ("unhelpful", "wrong_project", "stale", "unsupported")
+# A query-scoped weight never reaches queries less similar than this to its evidence.
+MIN_NEIGHBOURHOOD = 0.85
+MAX_ANCHORS = 20
 SCOPE_FOR_PROBLEM = {"stale": "global", "wrong_project": "project", "unhelpful": "query", "unsupported": "query"}
 
 
@@ -92,7 +95,7 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
             multiplier = min(1.5, max(1.05, 1.0 + 0.5 * math.log2(lift)))
             proposals.append((group, "helpful", multiplier, "query", POSITIVE, group["positives"]))
 
-    centroids = _query_neighbourhoods(
+    neighbourhoods = _query_neighbourhoods(
         traces, {(g["chunk_id"], g["project_id"]): kind for g, kind, _, scope, _, _ in proposals if scope == "query"}
     )
     projects = Project.objects.in_bulk({g["project_id"] for g, *_ in proposals if g["project_id"]})
@@ -113,8 +116,10 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
             "evidence": {"shown": group["shown"], "positives": group["positives"], "problems": count},
         }  # fmt: skip
         if scope == "query":
-            centroid, min_similarity = centroids[(group["chunk_id"], group["project_id"])]
-            learning.update({"centroid": [round(float(v), 6) for v in centroid], "min_similarity": min_similarity})
+            anchors, min_similarity = neighbourhoods[(group["chunk_id"], group["project_id"])]
+            learning.update(
+                {"anchors": [[round(float(v), 6) for v in a] for a in anchors], "min_similarity": min_similarity}
+            )
         _, created = promotion_propose(
             actor=actor, promotion_type="retrieval_weight", subject_type="chunk", subject_id=subject,
             proposed_learning=learning, confidence=round(1 - 1 / (1 + count / support), 3),
@@ -135,22 +140,16 @@ def _any_at_least(names: tuple[str, ...], support: int) -> Q:
 
 
 def _query_neighbourhoods(traces, wanted: dict[tuple[int, int | None], str]) -> dict:
-    """For each (chunk, project): the mean embedding of the queries that carried its signal, and
-    how close a new query must be to it (just under the least similar of them). One query."""
+    """For each (chunk, project): the distinct embeddings of the queries that carried its signal.
+    The weight will apply to a query at least MIN_NEIGHBOURHOOD similar to one of them. One query."""
     rows = traces.filter(chunk_id__in={chunk for chunk, _ in wanted}).values_list(
         "chunk_id", "project_id", "trace__embedding", "cited", "used_in_answer", "user_referenced", "outcome"
     )
-    vectors: dict[tuple[int, int | None], list[np.ndarray]] = {key: [] for key in wanted}
+    anchors: dict[tuple[int, int | None], dict[bytes, np.ndarray]] = {key: {} for key in wanted}
     for chunk_id, project_id, embedding, cited, used, referenced, outcome in rows:
         kind = wanted.get((chunk_id, project_id))
         carried = (cited or used or referenced or outcome == "helpful") if kind == "helpful" else outcome == kind
         if kind is not None and carried:
-            vectors[(chunk_id, project_id)].append(np.frombuffer(bytes(embedding), dtype=np.float32))
-    result = {}
-    for key, found in vectors.items():
-        matrix = np.vstack(found)
-        centroid = matrix.mean(axis=0)
-        centroid /= np.linalg.norm(centroid) or 1.0
-        least = float((matrix @ centroid).min())
-        result[key] = (centroid, round(min(0.9, max(0.45, least - 0.05)), 4))
-    return result
+            vector = np.frombuffer(bytes(embedding), dtype=np.float32)
+            anchors[(chunk_id, project_id)][np.round(vector, 3).tobytes()] = vector  # one per distinct query
+    return {key: (list(found.values())[:MAX_ANCHORS], MIN_NEIGHBOURHOOD) for key, found in anchors.items()}

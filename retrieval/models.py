@@ -169,9 +169,9 @@ class RetrievalWeight(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=16, choices=WeightScope.choices)
     project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    # For query-scoped weights: they apply when the query's embedding is at least this
-    # similar to the mean embedding of the queries behind the evidence.
-    query_centroid = EmbeddingField(null=True, blank=True)
+    # For query-scoped weights: the embeddings of the queries behind the evidence (stacked);
+    # the weight applies to a query at least min_similarity similar to one of them.
+    query_anchors = EmbeddingField(null=True, blank=True)
     min_similarity = models.FloatField(null=True, blank=True)
     multiplier = models.FloatField()
     status = models.CharField(max_length=16, choices=WeightStatus.choices, default=WeightStatus.ACTIVE)

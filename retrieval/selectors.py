@@ -44,13 +44,14 @@ def weights_for(*, chunk_ids: list[int], project: Project | None, query_vector: 
     scope covers the query (global; this project; or a query close enough to the evidence)."""
     result: dict[int, float] = {}
     rows = RetrievalWeight.objects.filter(chunk_id__in=chunk_ids, status=WeightStatus.ACTIVE).values_list(
-        "chunk_id", "scope", "project_id", "query_centroid", "min_similarity", "multiplier"
+        "chunk_id", "scope", "project_id", "query_anchors", "min_similarity", "multiplier"
     )
-    for chunk_id, scope, project_id, centroid, min_similarity, multiplier in rows:
+    for chunk_id, scope, project_id, anchors, min_similarity, multiplier in rows:
         if scope == WeightScope.PROJECT and (project is None or project.pk != project_id):
             continue
         if scope == WeightScope.QUERY and (
-            centroid is None or float(np.dot(query_vector, centroid)) < (min_similarity or 1.0)
+            anchors is None
+            or float((anchors.reshape(-1, query_vector.shape[0]) @ query_vector).max()) < (min_similarity or 1.0)
         ):
             continue
         result[chunk_id] = min(1.5, max(0.65, result.get(chunk_id, 1.0) * multiplier))

@@ -304,14 +304,14 @@ def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight
     if scope not in WeightScope.values:
         raise ApplicationError(f"Unknown weight scope {scope!r}.", field="scope")
     project = Project.objects.filter(slug=learning["project"]).first() if learning.get("project") else None
-    centroid = learning.get("centroid")
+    anchors = learning.get("anchors")
     with transaction.atomic():
         RetrievalWeight.objects.filter(
             chunk=chunk, scope=scope, project=project, status__in=[WeightStatus.ACTIVE, WeightStatus.PAUSED]
         ).update(status=WeightStatus.SUPERSEDED)
         weight = RetrievalWeight.objects.create(
             chunk=chunk, document_id=chunk.document_id, scope=scope, project=project,
-            query_centroid=np.asarray(centroid, dtype=np.float32) if centroid else None,
+            query_anchors=np.asarray(anchors, dtype=np.float32).ravel() if anchors else None,
             min_similarity=learning.get("min_similarity"), multiplier=float(learning["multiplier"]),
             reason=str(learning.get("reason", ""))[:32], promotion_id=promotion_id,
         )  # fmt: skip
