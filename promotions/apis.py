@@ -143,3 +143,16 @@ class PromotionScanApi(APIView):
 
         report = retrieval_scan(actor=_admin(request))
         return Response(ScanOutputSerializer(report).data)
+
+
+class PromotionPreviewApi(APIView):
+    @extend_schema(
+        responses=serializers.DictField(), summary="Impact preview: recent queries replayed with and without the weight"
+    )
+    def get(self, request: Request, promotion_id: str) -> Response:
+        from promotions.previews import retrieval_weight_preview
+
+        promotion = selectors.promotion_get(actor=_admin(request), promotion_id=promotion_id)
+        if promotion is None:
+            raise NotFound("No such promotion.")
+        return Response(retrieval_weight_preview(promotion=promotion))

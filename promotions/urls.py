@@ -8,6 +8,7 @@ urlpatterns = [
     path("", apis.PromotionListCreateApi.as_view(), name="promotions"),
     path("scan", apis.PromotionScanApi.as_view(), name="promotions-scan"),
     path("<uuid:promotion_id>", apis.PromotionDetailApi.as_view(), name="promotion-detail"),
+    path("<uuid:promotion_id>/preview", apis.PromotionPreviewApi.as_view(), name="promotion-preview"),
     *[
         path(
             f"<uuid:promotion_id>/{action}",

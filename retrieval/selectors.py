@@ -56,3 +56,22 @@ def weights_for(*, chunk_ids: list[int], project: Project | None, query_vector: 
             continue
         result[chunk_id] = min(1.5, max(0.65, result.get(chunk_id, 1.0) * multiplier))
     return result
+
+
+def rank_chunks(
+    *, query_vector: np.ndarray, project: Project | None, k: int, extra: dict[int, float] | None = None
+) -> list[int]:
+    """Chunk ids as search would rank them for this query vector (as an admin sees them), with the
+    active weights and, for a preview, ``extra`` multipliers on top."""
+    from retrieval.index import get_index
+
+    candidates = get_index().search(query_vector, max(200, k * 20))
+    visible = chunks_visible(actor=Actor.for_system(), project=project, chunk_ids=[pk for pk, _ in candidates])
+    multipliers = weights_for(chunk_ids=list(visible), project=project, query_vector=query_vector)
+    for chunk_id, multiplier in (extra or {}).items():
+        if chunk_id in visible:
+            multipliers[chunk_id] = min(1.5, max(0.65, multipliers.get(chunk_id, 1.0) * multiplier))
+    scored = sorted(
+        ((max(score, 0.0) * multipliers.get(pk, 1.0), pk) for pk, score in candidates if pk in visible), reverse=True
+    )
+    return [pk for _, pk in scored[:k]]

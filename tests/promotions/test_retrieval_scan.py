@@ -147,3 +147,22 @@ def test_scan_endpoint_is_for_admins(world, corpus):
     response = world.client("admin").post("/api/v1/promotions/scan")
     assert response.json() == {"groups": 1, "boosts": 0, "penalties": 1, "skipped_open": 0}
     assert RetrievalFeedback.objects.filter(outcome="stale").count() == 3
+
+
+def test_impact_preview_replays_the_queries_the_weight_touches(world, corpus):
+    query = "wind tunnel flutter experiments"
+    lower = ranks(world, query)[1]
+    ask(world, query, mark=lower)
+    search(actor=world.actor("other"), query="buckling of cylindrical shells", k=4)  # outside the neighbourhood
+    retrieval_scan()
+    promotion = LearningPromotion.objects.get()
+    response = world.client("admin").get(f"/api/v1/promotions/{promotion.pk}/preview")
+    assert response.status_code == 200
+    preview = response.json()
+    # The four searches of this query (three judged by their users), not the unrelated one.
+    assert preview["summary"]["touched"] == 4
+    assert {(q["rank_before"], q["rank_after"]) for q in preview["queries"]} == {(2, 1)}
+    assert (preview["summary"]["judged"], preview["summary"]["improved"]) == (3, 3)
+    assert all(q["ndcg_after"] > q["ndcg_before"] for q in preview["queries"] if q["ndcg_before"] is not None)
+    assert world.client("owner").get(f"/api/v1/promotions/{promotion.pk}/preview").status_code == 403
+    assert LearningPromotion.objects.get().status == "candidate"  # previewing changes nothing

@@ -1,0 +1,84 @@
+"""Impact preview: what a retrieval weight would change, replayed on recent traced queries."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from config.exceptions import ApplicationError
+from promotions.models import LearningPromotion
+from retrieval.models import RetrievalFeedback, RetrievalQuery
+from retrieval.selectors import rank_chunks
+
+POSITIVE_OUTCOMES = {"helpful"}
+
+
+def _ndcg(ranking: list[int], relevant: set[int], k: int = 10) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, pk in enumerate(ranking[:k]) if pk in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+    return dcg / ideal if ideal else 0.0
+
+
+def _in_scope(learning: dict, trace: RetrievalQuery) -> bool:
+    scope = learning.get("scope")
+    if scope == "global":
+        return True
+    if scope == "project":
+        return bool(trace.project and trace.project.slug == learning.get("project"))
+    anchors = np.asarray(learning.get("anchors") or [], dtype=np.float32)
+    if not len(anchors) or trace.embedding is None:
+        return False
+    return float((anchors @ trace.embedding).max()) >= float(learning.get("min_similarity") or 1.0)
+
+
+def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) -> dict:
+    """Replay the recent traced queries the weight would touch, with and without it: the chunk's
+    rank in each, and where the trace carries judgments (helpful / cited / used), NDCG@10."""
+    if promotion.promotion_type != "retrieval_weight":
+        raise ApplicationError("Only retrieval weights have an impact preview.", field="promotion_type")
+    learning = promotion.proposed_learning
+    chunk_id, multiplier = int(learning["chunk"]), float(learning["multiplier"])
+    recent = list(RetrievalQuery.objects.select_related("project").order_by("-created_at")[:limit])
+    touched = [trace for trace in recent if _in_scope(learning, trace)]
+    judged: dict[str, set[int]] = {}
+    for trace_id, pk, cited, used, outcome in RetrievalFeedback.objects.filter(
+        trace_id__in=[t.pk for t in touched]
+    ).values_list("trace_id", "chunk_id", "cited", "used_in_answer", "outcome"):
+        if cited or used or outcome in POSITIVE_OUTCOMES:
+            judged.setdefault(str(trace_id), set()).add(pk)
+    rows: list[dict] = []
+    changes: list[float] = []
+    for trace in touched:
+        before = rank_chunks(query_vector=trace.embedding, project=trace.project, k=trace.k)
+        after = rank_chunks(
+            query_vector=trace.embedding, project=trace.project, k=trace.k, extra={chunk_id: multiplier}
+        )
+        relevant = judged.get(str(trace.pk))
+        if relevant:
+            changes.append(_ndcg(after, relevant) - _ndcg(before, relevant))
+        rows.append(
+            {
+                "trace_id": str(trace.pk),
+                "query": trace.query_text[:300],
+                "rank_before": before.index(chunk_id) + 1 if chunk_id in before else None,
+                "rank_after": after.index(chunk_id) + 1 if chunk_id in after else None,
+                "ndcg_before": round(_ndcg(before, relevant), 4) if relevant else None,
+                "ndcg_after": round(_ndcg(after, relevant), 4) if relevant else None,
+            }
+        )
+    return {
+        "promotion": str(promotion.pk),
+        "chunk": chunk_id,
+        "multiplier": multiplier,
+        "scope": learning.get("scope"),
+        "queries": rows,
+        "summary": {
+            "touched": len(rows),
+            "rank_changed": sum(r["rank_before"] != r["rank_after"] for r in rows),
+            "judged": len(changes),
+            "improved": sum(c > 0 for c in changes),
+            "worsened": sum(c < 0 for c in changes),
+            "mean_ndcg_change": round(sum(changes) / len(changes), 4) if changes else None,
+        },
+    }
