@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import healthz
 from learning import views as learning_views
+from promotions import views as promotion_views
 
 api_v1 = [
     path("", include("accounts.urls")),
@@ -24,6 +25,12 @@ urlpatterns = [
     path("preferences/", learning_views.preferences_page, name="preferences-page"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="/"), name="logout"),
+    path("console/promotions/", promotion_views.promotion_list, name="console-promotions"),
+    path("console/promotions/scan", promotion_views.promotion_scan, name="console-scan"),
+    path("console/promotions/<uuid:promotion_id>/", promotion_views.promotion_detail, name="console-promotion"),
+    path(
+        "console/promotions/<uuid:promotion_id>/<str:action>", promotion_views.promotion_action, name="console-action"
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     # The preference management API where existing clients of the source design call it.

@@ -18,3 +18,38 @@ def promotion_list(*, actor: Actor) -> QuerySet[LearningPromotion]:
 
 def promotion_get(*, actor: Actor, promotion_id: str) -> LearningPromotion | None:
     return promotion_list(actor=actor).filter(pk=promotion_id).first()
+
+
+def console_metrics() -> dict[str, int]:
+    """The console's counters: two aggregate queries, whatever the number of rows."""
+    from datetime import timedelta
+
+    from django.db.models import Count, Q
+    from django.utils import timezone
+
+    from feedback.models import FeedbackEvent
+    from retrieval.models import RetrievalWeight
+
+    promotions = LearningPromotion.objects.aggregate(
+        candidates=Count("id", filter=Q(status="candidate")),
+        approvals=Count("id", filter=Q(status="approved")),
+        applied=Count("id", filter=Q(status="applied")),
+        superseded=Count("id", filter=Q(status="superseded")),
+    )
+    weights = RetrievalWeight.objects.aggregate(
+        active_weights=Count("id", filter=Q(status="active")), paused_weights=Count("id", filter=Q(status="paused"))
+    )
+    activity = FeedbackEvent.objects.filter(
+        subject_type="promotion", created_at__gte=timezone.now() - timedelta(days=7)
+    ).count()
+    return {**promotions, **weights, "audit_activity_7d": activity}
+
+
+def promotion_activity(*, promotion_id: str | None = None, limit: int = 20) -> QuerySet:
+    """The audit trail: promotion lifecycle events, newest first (one query)."""
+    from feedback.models import FeedbackEvent
+
+    qs = FeedbackEvent.objects.filter(subject_type="promotion").select_related("user").order_by("-created_at")
+    if promotion_id:
+        qs = qs.filter(subject_id=promotion_id)
+    return qs[:limit]

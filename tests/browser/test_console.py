@@ -1,0 +1,50 @@
+"""The review console in a real browser: generate, approve, preview, apply, pause, resume."""
+
+from __future__ import annotations
+
+import pytest
+
+from promotions.models import LearningPromotion
+from retrieval.models import RetrievalWeight
+from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_generate_approve_preview_apply_pause_resume(logged_in_page):
+    from accounts.actors import Actor
+
+    admin = UserFactory(username="reviewer", is_staff=True, is_superuser=True)
+    reader = Actor(user=UserFactory(username="reader"))
+    documents_import(actor=Actor.for_system(), items=[
+        DocumentInput(id="flutter", raw_text="Flutter of aircraft wings: aeroelastic coupling of bending and torsion."),
+        DocumentInput(id="tunnel", raw_text="Wind tunnel tests of wing flutter with control surfaces."),
+        DocumentInput(id="shells", raw_text="Buckling of thin cylindrical shells under axial compression."),
+    ])  # fmt: skip
+    for _ in range(3):
+        result = search(actor=reader, query="hypersonic wing flutter theory", k=3)
+        stale = result.hits[0].chunk.chunk_id
+        retrieval_feedback_record(
+            actor=reader, trace_id=result.trace_id, items=[ResultFeedback(stale, outcome="stale")]
+        )
+
+    page = logged_in_page(admin, "/console/promotions/")
+    page.get_by_role("button", name="Generate").click()
+    page.get_by_text("Scan done: 0 boosts and 1 penalties proposed").wait_for()
+    page.get_by_role("link", name="retrieval_weight").click()
+    page.get_by_label("Notes for approve").fill("stale since the 2025 revision")
+    page.get_by_role("button", name="Approve").click()
+    page.get_by_text("Promotion approved.").wait_for()
+    page.get_by_role("link", name="Impact preview").click()
+    assert "recent queries touched" in page.locator('[data-role="preview-summary"]').inner_text()
+    for action, status in (("Apply", "applied"), ("Pause", "paused"), ("Resume", "applied")):
+        page.get_by_role("button", name=action).click()
+        page.locator('[data-role="status"]', has_text=status).wait_for()
+
+    # ... and through the API.
+    promotion = LearningPromotion.objects.get()
+    body = page.request.get(f"/api/v1/promotions/{promotion.pk}").json()
+    assert (body["status"], body["reviewed_by"], body["review_notes"]) == ("applied", "reviewer",
+                                                                          "stale since the 2025 revision")  # fmt: skip
+    assert RetrievalWeight.objects.get().status == "active"

@@ -1,0 +1,63 @@
+"""The review console: staff only, a fixed number of queries per page, actions through the services."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from feedback.services import task_feedback_record
+from promotions import services
+from promotions.models import LearningPromotion
+
+
+def propose_tasks(world, n):
+    for i in range(n):
+        feedback, _ = task_feedback_record(actor=world.actor("owner"), task_snapshot={"id": f"t{i}"}, rating="good")
+        services.promotion_propose(actor=world.actor("admin"), promotion_type="task_example",
+                                   subject_type="task_feedback", subject_id=str(feedback.pk))  # fmt: skip
+
+
+def staff_client(world):
+    client = Client()
+    client.force_login(world.admin)
+    return client
+
+
+@pytest.mark.parametrize("who", ["anonymous", "owner"])
+def test_console_is_staff_only(world, who):
+    client = Client()
+    if who != "anonymous":
+        client.force_login(world.owner)
+    response = client.get("/console/promotions/")
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+    assert client.post("/console/promotions/scan").status_code == 302
+
+
+def test_list_page_runs_a_fixed_number_of_queries(world):
+    client = staff_client(world)
+    propose_tasks(world, 1)
+    with CaptureQueriesContext(connection) as few:
+        assert client.get("/console/promotions/").status_code == 200
+    propose_tasks(world, 25)
+    with CaptureQueriesContext(connection) as many:
+        response = client.get("/console/promotions/")
+    assert response.content.count(b"task_example</a>") == 26
+    assert len(many) == len(few)
+
+
+def test_detail_actions_and_audit(world):
+    propose_tasks(world, 1)
+    promotion = LearningPromotion.objects.get()
+    client = staff_client(world)
+    page = client.get(f"/console/promotions/{promotion.pk}/")
+    assert page.status_code == 200
+    assert b"promotion_propose" in page.content
+    response = client.post(f"/console/promotions/{promotion.pk}/approve", {"notes": "<b>looks right</b>"}, follow=True)
+    assert LearningPromotion.objects.get().status == "approved"
+    assert b"&lt;b&gt;looks right&lt;/b&gt;" in response.content  # notes are escaped
+    response = client.post(f"/console/promotions/{promotion.pk}/resume", follow=True)
+    assert b"Cannot resume a promotion that is approved" in response.content
+    assert client.post(f"/console/promotions/{promotion.pk}/explode").status_code == 404
