@@ -36,7 +36,7 @@ from retrieval.models import RetrievalFeedback
 POSITIVE = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | Q(outcome="helpful")
 PROBLEMS = ("unhelpful", "wrong_project", "stale", "unsupported")
 # A query-scoped weight never reaches queries less similar than this to its evidence.
-MIN_NEIGHBOURHOOD = 0.85
+MIN_NEIGHBOURHOOD = 0.92
 MAX_ANCHORS = 20
 SCOPE_FOR_PROBLEM = {"stale": "global", "wrong_project": "project", "unhelpful": "query", "unsupported": "query"}
 
