@@ -145,9 +145,36 @@ class PromotionScanApi(APIView):
         return Response(ScanOutputSerializer(report).data)
 
 
+class PreviewQuerySerializer(serializers.Serializer):
+    trace_id = serializers.UUIDField()
+    query = serializers.CharField()
+    rank_before = serializers.IntegerField(allow_null=True)
+    rank_after = serializers.IntegerField(allow_null=True)
+    ndcg_before = serializers.FloatField(allow_null=True)
+    ndcg_after = serializers.FloatField(allow_null=True)
+
+
+class PreviewSummarySerializer(serializers.Serializer):
+    touched = serializers.IntegerField()
+    rank_changed = serializers.IntegerField()
+    judged = serializers.IntegerField()
+    improved = serializers.IntegerField()
+    worsened = serializers.IntegerField()
+    mean_ndcg_change = serializers.FloatField(allow_null=True)
+
+
+class PreviewOutputSerializer(serializers.Serializer):
+    promotion = serializers.UUIDField()
+    chunk = serializers.IntegerField()
+    multiplier = serializers.FloatField()
+    scope = serializers.CharField()
+    queries = PreviewQuerySerializer(many=True)
+    summary = PreviewSummarySerializer()
+
+
 class PromotionPreviewApi(APIView):
     @extend_schema(
-        responses=serializers.DictField(), summary="Impact preview: recent queries replayed with and without the weight"
+        responses=PreviewOutputSerializer, summary="Impact preview: recent queries replayed with and without the weight"
     )
     def get(self, request: Request, promotion_id: str) -> Response:
         from promotions.previews import retrieval_weight_preview
@@ -155,4 +182,4 @@ class PromotionPreviewApi(APIView):
         promotion = selectors.promotion_get(actor=_admin(request), promotion_id=promotion_id)
         if promotion is None:
             raise NotFound("No such promotion.")
-        return Response(retrieval_weight_preview(promotion=promotion))
+        return Response(PreviewOutputSerializer(retrieval_weight_preview(promotion=promotion)).data)
