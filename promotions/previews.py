@@ -9,7 +9,7 @@ import numpy as np
 from config.exceptions import ApplicationError
 from promotions.models import LearningPromotion
 from retrieval.models import RetrievalFeedback, RetrievalQuery
-from retrieval.selectors import rank_chunks
+from retrieval.selectors import near_paraphrase, query_terms, rank_chunks
 
 POSITIVE_OUTCOMES = {"helpful"}
 
@@ -29,7 +29,13 @@ def _in_scope(learning: dict, trace: RetrievalQuery) -> bool:
     anchors = np.asarray(learning.get("anchors") or [], dtype=np.float32)
     if not len(anchors) or trace.embedding is None:
         return False
-    return float((anchors @ trace.embedding).max()) >= float(learning.get("min_similarity") or 1.0)
+    return near_paraphrase(
+        trace.embedding,
+        set(query_terms(trace.query_text)),
+        anchors,
+        learning.get("anchor_terms") or [],
+        float(learning.get("min_similarity") or 1.0),
+    )
 
 
 def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) -> dict:

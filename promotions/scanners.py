@@ -32,11 +32,12 @@ from accounts.models import Project
 from promotions.models import OPEN_STATUSES, LearningPromotion
 from promotions.services import promotion_propose
 from retrieval.models import RetrievalFeedback
+from retrieval.selectors import query_terms
 
 POSITIVE = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | Q(outcome="helpful")
 PROBLEMS = ("unhelpful", "wrong_project", "stale", "unsupported")
 # A query-scoped weight never reaches queries less similar than this to its evidence.
-MIN_NEIGHBOURHOOD = 0.92
+MIN_NEIGHBOURHOOD = 0.85
 MAX_ANCHORS = 20
 SCOPE_FOR_PROBLEM = {"stale": "global", "wrong_project": "project", "unhelpful": "query", "unsupported": "query"}
 
@@ -118,7 +119,11 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
         if scope == "query":
             anchors, min_similarity = neighbourhoods[(group["chunk_id"], group["project_id"])]
             learning.update(
-                {"anchors": [[round(float(v), 6) for v in a] for a in anchors], "min_similarity": min_similarity}
+                {
+                    "anchors": [[round(float(v), 6) for v in vector] for vector, _ in anchors],
+                    "anchor_terms": [terms for _, terms in anchors],
+                    "min_similarity": min_similarity,
+                }
             )
         _, created = promotion_propose(
             actor=actor, promotion_type="retrieval_weight", subject_type="chunk", subject_id=subject,
@@ -140,16 +145,24 @@ def _any_at_least(names: tuple[str, ...], support: int) -> Q:
 
 
 def _query_neighbourhoods(traces, wanted: dict[tuple[int, int | None], str]) -> dict:
-    """For each (chunk, project): the distinct embeddings of the queries that carried its signal.
-    The weight will apply to a query at least MIN_NEIGHBOURHOOD similar to one of them. One query."""
+    """For each (chunk, project): the distinct queries that carried its signal (embedding and
+    content words). The weight will apply to a query at least MIN_NEIGHBOURHOOD similar to one of
+    them that also shares most of its content words. One query."""
     rows = traces.filter(chunk_id__in={chunk for chunk, _ in wanted}).values_list(
-        "chunk_id", "project_id", "trace__embedding", "cited", "used_in_answer", "user_referenced", "outcome"
+        "chunk_id",
+        "project_id",
+        "trace__embedding",
+        "query_text",
+        "cited",
+        "used_in_answer",
+        "user_referenced",
+        "outcome",
     )
-    anchors: dict[tuple[int, int | None], dict[bytes, np.ndarray]] = {key: {} for key in wanted}
-    for chunk_id, project_id, embedding, cited, used, referenced, outcome in rows:
+    anchors: dict[tuple[int, int | None], dict[str, tuple[np.ndarray, list[str]]]] = {key: {} for key in wanted}
+    for chunk_id, project_id, embedding, text, cited, used, referenced, outcome in rows:
         kind = wanted.get((chunk_id, project_id))
         carried = (cited or used or referenced or outcome == "helpful") if kind == "helpful" else outcome == kind
         if kind is not None and carried:
             vector = np.frombuffer(bytes(embedding), dtype=np.float32)
-            anchors[(chunk_id, project_id)][np.round(vector, 3).tobytes()] = vector  # one per distinct query
+            anchors[(chunk_id, project_id)][" ".join(text.lower().split())] = (vector, query_terms(text))
     return {key: (list(found.values())[:MAX_ANCHORS], MIN_NEIGHBOURHOOD) for key, found in anchors.items()}

@@ -173,6 +173,9 @@ class RetrievalWeight(models.Model):
     # the weight applies to a query at least min_similarity similar to one of them.
     query_anchors = EmbeddingField(null=True, blank=True)
     min_similarity = models.FloatField(null=True, blank=True)
+    # The content words of each anchor query: a query must also share most of them (embeddings
+    # put "theoretical" and "experimental studies of creep buckling" at 0.97).
+    query_terms = models.JSONField(default=list, blank=True)
     multiplier = models.FloatField()
     status = models.CharField(max_length=16, choices=WeightStatus.choices, default=WeightStatus.ACTIVE)
     reason = models.CharField(max_length=32, blank=True, default="")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from django.db.models import Q
 
@@ -39,19 +41,50 @@ def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
     return qs.first()
 
 
-def weights_for(*, chunk_ids: list[int], project: Project | None, query_vector: np.ndarray) -> dict[int, float]:
+_WORD = re.compile(r"[a-z0-9]+")
+# Words that say nothing about what a query is after (Cranfield's "what", "papers", ...).
+_STOP = frozenset(
+    "a an the and or of to in on for with at by from about as is are was were be been what which how why when "
+    "there their it its this that these those any some can do does has have paper papers".split()
+)
+MIN_TERM_OVERLAP = 0.8
+
+
+def query_terms(text: str) -> list[str]:
+    """A query's content words, crudely stemmed (plural s), sorted and unique."""
+    words = {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.lower())}
+    return sorted(words - _STOP)
+
+
+def near_paraphrase(
+    query_vector: np.ndarray, terms: set[str], anchors: np.ndarray, anchor_terms: list, minimum: float
+) -> bool:
+    """Is the query a near-paraphrase of one of the anchors: close in embedding and in words?"""
+    similarities = anchors.reshape(-1, query_vector.shape[0]) @ query_vector
+    for similarity, words in zip(similarities, anchor_terms or [[]] * len(similarities), strict=False):
+        if similarity < minimum:
+            continue
+        union = terms | set(words)
+        if not words or (len(terms & set(words)) / len(union) if union else 0.0) >= MIN_TERM_OVERLAP:
+            return True
+    return False
+
+
+def weights_for(
+    *, chunk_ids: list[int], project: Project | None, query_vector: np.ndarray, query_text: str = ""
+) -> dict[int, float]:
     """The multiplier each chunk gets for this query: the product of its active weights whose
-    scope covers the query (global; this project; or a query close enough to the evidence)."""
+    scope covers the query (global; this project; or a near-paraphrase of the evidence's queries)."""
     result: dict[int, float] = {}
+    terms = set(query_terms(query_text))
     rows = RetrievalWeight.objects.filter(chunk_id__in=chunk_ids, status=WeightStatus.ACTIVE).values_list(
-        "chunk_id", "scope", "project_id", "query_anchors", "min_similarity", "multiplier"
+        "chunk_id", "scope", "project_id", "query_anchors", "query_terms", "min_similarity", "multiplier"
     )
-    for chunk_id, scope, project_id, anchors, min_similarity, multiplier in rows:
+    for chunk_id, scope, project_id, anchors, anchor_terms, min_similarity, multiplier in rows:
         if scope == WeightScope.PROJECT and (project is None or project.pk != project_id):
             continue
         if scope == WeightScope.QUERY and (
-            anchors is None
-            or float((anchors.reshape(-1, query_vector.shape[0]) @ query_vector).max()) < (min_similarity or 1.0)
+            anchors is None or not near_paraphrase(query_vector, terms, anchors, anchor_terms, min_similarity or 1.0)
         ):
             continue
         result[chunk_id] = min(1.5, max(0.65, result.get(chunk_id, 1.0) * multiplier))
@@ -59,7 +92,12 @@ def weights_for(*, chunk_ids: list[int], project: Project | None, query_vector: 
 
 
 def rank_chunks(
-    *, query_vector: np.ndarray, project: Project | None, k: int, extra: dict[int, float] | None = None
+    *,
+    query_vector: np.ndarray,
+    project: Project | None,
+    k: int,
+    extra: dict[int, float] | None = None,
+    query_text: str = "",
 ) -> list[int]:
     """Chunk ids as search would rank them for this query vector (as an admin sees them), with the
     active weights and, for a preview, ``extra`` multipliers on top."""
@@ -67,7 +105,9 @@ def rank_chunks(
 
     candidates = get_index().search(query_vector, max(200, k * 20))
     visible = chunks_visible(actor=Actor.for_system(), project=project, chunk_ids=[pk for pk, _ in candidates])
-    multipliers = weights_for(chunk_ids=list(visible), project=project, query_vector=query_vector)
+    multipliers = weights_for(
+        chunk_ids=list(visible), project=project, query_vector=query_vector, query_text=query_text
+    )
     for chunk_id, multiplier in (extra or {}).items():
         if chunk_id in visible:
             multipliers[chunk_id] = min(1.5, max(0.65, multipliers.get(chunk_id, 1.0) * multiplier))

@@ -174,7 +174,7 @@ def search(
     vector = get_embedder().embed_one(query)
     candidates = get_index().search(vector, max(200, k * 20))
     visible = chunks_visible(actor=actor, project=project, chunk_ids=[pk for pk, _ in candidates])
-    multipliers = weights_for(chunk_ids=list(visible), project=project, query_vector=vector)
+    multipliers = weights_for(chunk_ids=list(visible), project=project, query_vector=vector, query_text=query)
     scored = sorted(
         ((max(score, 0.0) * multipliers.get(pk, 1.0), score, pk) for pk, score in candidates if pk in visible),
         reverse=True,
@@ -312,7 +312,8 @@ def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight
         weight = RetrievalWeight.objects.create(
             chunk=chunk, document_id=chunk.document_id, scope=scope, project=project,
             query_anchors=np.asarray(anchors, dtype=np.float32).ravel() if anchors else None,
-            min_similarity=learning.get("min_similarity"), multiplier=float(learning["multiplier"]),
+            min_similarity=learning.get("min_similarity"), query_terms=learning.get("anchor_terms") or [],
+            multiplier=float(learning["multiplier"]),
             reason=str(learning.get("reason", ""))[:32], promotion_id=promotion_id,
         )  # fmt: skip
     return weight
