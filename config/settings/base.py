@@ -202,7 +202,10 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 ANALYZER_MODEL = env.str("ANALYZER_MODEL", default="gpt-4.1-nano")
 ANALYZER_TIMEOUT_SECONDS = env.float("ANALYZER_TIMEOUT_SECONDS", default=10.0)
 ANALYZER_MAX_RETRIES = env.int("ANALYZER_MAX_RETRIES", default=2)
-EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")
+EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")  # local | openai
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
+if EMBEDDING_BACKEND not in ("local", "openai"):
+    raise ImproperlyConfigured("EMBEDDING_BACKEND must be 'local' or 'openai'.")
 CONTEXT_MAX_CHARS = env.int("CONTEXT_MAX_CHARS", default=2000)
 # Cached context ingredients live at most this long (writes invalidate them at once).
 CONTEXT_CACHE_SECONDS = env.int("CONTEXT_CACHE_SECONDS", default=300)

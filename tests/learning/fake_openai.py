@@ -49,10 +49,28 @@ class FakeOpenAI:
                 fake.requests.append(
                     {"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
                 )
-                reply = fake.replies.pop(0) if fake.replies else Reply(status=500)
+                embeddings = self.path.endswith("/embeddings")
+                reply = Reply() if embeddings else (fake.replies.pop(0) if fake.replies else Reply(status=500))
                 if reply.delay:
                     time.sleep(reply.delay)
-                if reply.raw_body is not None:
+                if self.path.endswith("/embeddings"):
+                    import hashlib
+
+                    vectors = []
+                    for text in body["input"]:
+                        seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+                        vectors.append([((seed >> (i % 24)) & 7) - 3.5 + i * 0.01 for i in range(body["dimensions"])])
+                    data = json.dumps(
+                        {
+                            "object": "list",
+                            "model": body["model"],
+                            "data": [
+                                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+                            ],
+                            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                        }
+                    ).encode()
+                elif reply.raw_body is not None:
                     data = reply.raw_body
                 elif reply.status != 200:
                     data = json.dumps({"error": {"message": "boom", "type": "server_error"}}).encode()

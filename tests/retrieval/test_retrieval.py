@@ -212,3 +212,30 @@ def test_import_command_skips_documents_without_text(db, tmp_path, embedder):
     call_command("import_documents", str(lines), stdout=out, stderr=io.StringIO())
     assert "1 created" in out.getvalue()
     assert "1 skipped for having no text (b)" in out.getvalue()
+
+
+def test_openai_compatible_embeddings_backend(world, settings):
+    """The production embedding option, through the real openai client against a local server."""
+    from retrieval.embeddings import OpenAIEmbedder, get_embedder
+    from tests.learning.fake_openai import FakeOpenAI
+
+    fake = FakeOpenAI().start()
+    try:
+        settings.EMBEDDING_BACKEND = "openai"
+        settings.OPENAI_API_KEY = "sk-test"
+        settings.OPENAI_BASE_URL = fake.base_url
+        embedder = get_embedder()
+        assert isinstance(embedder, OpenAIEmbedder)
+        vectors = embedder.embed(["wing flutter", "boundary layers"])
+        assert vectors.shape == (2, 384)
+        assert abs(float(vectors[0] @ vectors[0]) - 1.0) < 1e-5
+        request = fake.requests[0]["body"]
+        assert (request["model"], request["dimensions"], request["input"]) == (
+            "text-embedding-3-small",
+            384,
+            ["wing flutter", "boundary layers"],
+        )
+        report = documents_import(actor=world.actor("service"), items=[DocumentInput(id="w", raw_text="Wings.")])
+        assert report.chunks_embedded == 1
+    finally:
+        fake.stop()
