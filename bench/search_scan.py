@@ -139,8 +139,8 @@ def main() -> None:
             "metadata) SELECT md5((g / 10 + 1)::text)::uuid, now(), now(), '', '', 'bench', 'q', "
             "'d' || ((c - %s) / 10), c, g %% 10 + 1, 0.5, 1.0, random() < 0.1, false, random() < 0.05, "
             "CASE WHEN random() < 0.02 THEN 'unhelpful' WHEN random() < 0.01 THEN 'stale' ELSE 'unknown' END, '{}' "
-            "FROM (SELECT g, %s + (g * 7919) %% 5000 AS c FROM generate_series(0, %s) g) s",
-            [low, low, args.traces - 1],
+            "FROM (SELECT g, %s + (g::bigint * 7919) %% %s AS c FROM generate_series(0, %s) g) s",
+            [low, low, args.chunks, args.traces - 1],
         )
         cursor.execute("ANALYZE ai_retrieval_feedback")
     began = time.perf_counter()
