@@ -127,22 +127,9 @@ async def run(args: argparse.Namespace) -> dict:
             await asyncio.gather(*tasks)
 
         async def worker() -> None:
-            nonlocal accepted_events
+            """Closed loop: the next request leaves when this connection's last one answered."""
             for i in counter:
-                body = bodies(i)
-                # The assistant's backend writes for its users: one of --users, by external id.
-                request_headers = {**headers, "X-On-Behalf-Of": f"bench-user-{i % args.users}"}
-                started = time.perf_counter()
-                try:
-                    async with session.post(path, data=body, headers=request_headers) as response:
-                        await response.read()
-                        status = response.status
-                except (TimeoutError, aiohttp.ClientError):
-                    status = 0
-                latencies.append((time.perf_counter() - started) * 1000)
-                statuses[status] = statuses.get(status, 0) + 1
-                if status == 201:
-                    accepted_events += args.bulk_size if args.mode == "bulk" else 1
+                await one(i)
 
         started = time.perf_counter()
         if args.rate:
