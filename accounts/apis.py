@@ -100,8 +100,6 @@ class ApiKeyListCreateApi(APIView):
         actor = _human_actor(request)
         serializer = ApiKeyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        if serializer.validated_data["kind"] == ApiKey.Kind.SERVICE and not actor.is_admin:
-            raise AccessDenied("Only staff admins may create service keys.", field="kind")
         assert actor.user is not None  # _human_actor guarantees it
         key, raw = api_key_create(owner=actor.user, **serializer.validated_data)
         return Response({**ApiKeyOutputSerializer(key).data, "key": raw}, status=status.HTTP_201_CREATED)

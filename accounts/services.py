@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey, Project, ProjectMembership, User
 from accounts.selectors import api_key_cache_forget, api_key_digest, user_get_by_external_id
-from config.exceptions import ApplicationError
+from config.exceptions import AccessDenied, ApplicationError
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def api_key_create(*, owner: User, name: str, kind: str = ApiKey.Kind.USER) -> t
     if not name:
         raise ApplicationError("A key needs a name.", field="name")
     if kind == ApiKey.Kind.SERVICE and not owner.is_staff:
-        raise ApplicationError("Only staff admins may own service keys.", field="kind", code="permission_denied")
+        raise AccessDenied("Only staff admins may own service keys.", field="kind")
     raw = f"{API_KEY_SCHEME}_{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"
     key = ApiKey.objects.create(
         owner=owner, name=name[:100], kind=kind, prefix=raw[:12], hashed_key=api_key_digest(raw)
