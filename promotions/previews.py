@@ -9,7 +9,7 @@ import numpy as np
 from config.exceptions import ApplicationError
 from promotions.models import LearningPromotion
 from retrieval.models import RetrievalFeedback, RetrievalQuery
-from retrieval.selectors import near_paraphrase, query_terms, rank_chunks
+from retrieval.selectors import anchor_vectors, near_paraphrase, query_terms, rank_chunks
 
 POSITIVE_OUTCOMES = {"helpful"}
 
@@ -20,13 +20,12 @@ def _ndcg(ranking: list[int], relevant: set[int], k: int = 10) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def _in_scope(learning: dict, trace: RetrievalQuery) -> bool:
+def _in_scope(learning: dict, anchors: np.ndarray, trace: RetrievalQuery) -> bool:
     scope = learning.get("scope")
     if scope == "global":
         return True
     if scope == "project":
         return bool(trace.project and trace.project.slug == learning.get("project"))
-    anchors = np.asarray(learning.get("anchors") or [], dtype=np.float32)
     if not len(anchors) or trace.embedding is None:
         return False
     return near_paraphrase(
@@ -46,7 +45,8 @@ def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) 
     learning = promotion.proposed_learning
     chunk_id, multiplier = int(learning["chunk"]), float(learning["multiplier"])
     recent = list(RetrievalQuery.objects.select_related("project").order_by("-created_at")[:limit])
-    touched = [trace for trace in recent if _in_scope(learning, trace)]
+    anchors = anchor_vectors(learning)
+    touched = [trace for trace in recent if _in_scope(learning, anchors, trace)]
     judged: dict[str, set[int]] = {}
     for trace_id, pk, cited, used, outcome in RetrievalFeedback.objects.filter(
         trace_id__in=[t.pk for t in touched]

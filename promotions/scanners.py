@@ -20,17 +20,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-import numpy as np
 from django.conf import settings
-from django.db.models import Count, F, FloatField, Q, Sum
-from django.db.models.functions import Cast, Log
+from django.db.models import Count, F, FloatField, Q, Sum, Value
+from django.db.models.functions import Cast, Ln
 from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import Project
 from promotions.models import OPEN_STATUSES, LearningPromotion
-from promotions.services import promotion_propose
+from promotions.services import Proposal, promotions_propose_bulk
 from retrieval.models import RetrievalFeedback
 from retrieval.selectors import query_terms
 
@@ -51,8 +51,9 @@ class ScanReport:
 
 
 def _discount():
-    # 1 / log2(rank + 1): what one showing at this rank is worth in expected positives.
-    return 1.0 / Log(2.0, Cast(F("rank"), FloatField()) + 1.0)
+    # 1 / log2(rank + 1) = ln 2 / ln(rank + 1): what one showing at this rank is worth in expected
+    # positives. Natural logs stay in double precision (PostgreSQL's two-argument log is numeric-only).
+    return Value(math.log(2.0)) / Ln(Cast(F("rank"), FloatField()) + 1.0)
 
 
 def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
@@ -86,7 +87,7 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
                 continue  # problem signals block a boost, but are too few to penalise
             rate = count / (group["shown"] + settings.RETRIEVAL_SCAN_PRIOR)
             multiplier = min(0.95, max(0.65, 1.0 - 0.5 * rate))
-            proposals.append((group, kind, multiplier, SCOPE_FOR_PROBLEM[kind], Q(outcome=kind), count))
+            proposals.append((group, kind, multiplier, SCOPE_FOR_PROBLEM[kind], count))
         elif group["positives"] >= support:
             expected = per_discount * (group["discount"] or 0.0)
             prior = settings.RETRIEVAL_SCAN_PRIOR
@@ -94,22 +95,22 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
             if lift < settings.RETRIEVAL_SCAN_MIN_LIFT:
                 continue  # as often used as its rank predicts: nothing to learn
             multiplier = min(1.5, max(1.05, 1.0 + 0.5 * math.log2(lift)))
-            proposals.append((group, "helpful", multiplier, "query", POSITIVE, group["positives"]))
+            proposals.append((group, "helpful", multiplier, "query", group["positives"]))
 
-    neighbourhoods = _query_neighbourhoods(
-        traces, {(g["chunk_id"], g["project_id"]): kind for g, kind, _, scope, _, _ in proposals if scope == "query"}
-    )
-    projects = Project.objects.in_bulk({g["project_id"] for g, *_ in proposals if g["project_id"]})
     open_subjects = set(
         LearningPromotion.objects.filter(promotion_type="retrieval_weight", status__in=OPEN_STATUSES).values_list(
             "subject_id", flat=True
         )
     )
-    for group, kind, multiplier, scope, _, count in proposals:
+    fresh = [proposal for proposal in proposals if str(proposal[0]["chunk_id"]) not in open_subjects]
+    report.skipped_open = len(proposals) - len(fresh)
+    neighbourhoods = _query_neighbourhoods(
+        traces, {(g["chunk_id"], g["project_id"]): kind for g, kind, _, scope, _ in fresh if scope == "query"}
+    )
+    projects = Project.objects.in_bulk({g["project_id"] for g, *_ in fresh if g["project_id"]})
+    candidates = []
+    for group, kind, multiplier, scope, count in fresh:
         subject = str(group["chunk_id"])
-        if subject in open_subjects:
-            report.skipped_open += 1
-            continue
         project = projects.get(group["project_id"]) if group["project_id"] else None
         learning = {
             "chunk": group["chunk_id"], "document": group["document_id"], "multiplier": round(multiplier, 4),
@@ -120,20 +121,29 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
             anchors, min_similarity = neighbourhoods[(group["chunk_id"], group["project_id"])]
             learning.update(
                 {
-                    "anchors": [[round(float(v), 6) for v in vector] for vector, _ in anchors],
+                    "anchor_traces": [str(trace) for trace, _ in anchors],
                     "anchor_terms": [terms for _, terms in anchors],
                     "min_similarity": min_similarity,
                 }
             )
-        _, created = promotion_propose(
-            actor=actor, promotion_type="retrieval_weight", subject_type="chunk", subject_id=subject,
-            proposed_learning=learning, confidence=round(1 - 1 / (1 + count / support), 3),
-            risk_level="low" if kind in ("helpful", "stale") else "medium", project=project,
-        )  # fmt: skip
-        open_subjects.add(subject)
-        if created:
-            report.boosts += kind == "helpful"
-            report.penalties += kind != "helpful"
+        candidates.append(
+            Proposal(
+                subject_id=subject,
+                proposed_learning=learning,
+                confidence=round(1 - 1 / (1 + count / support), 3),
+                risk_level="low" if kind in ("helpful", "stale") else "medium",
+                project=project,
+            )
+        )
+    opened = promotions_propose_bulk(
+        actor=actor, promotion_type="retrieval_weight", subject_type="chunk", proposals=candidates
+    )
+    report.skipped_open += len(candidates) - len(opened)
+    for promotion in opened:
+        if promotion.proposed_learning["reason"] == "helpful":
+            report.boosts += 1
+        else:
+            report.penalties += 1
     return report
 
 
@@ -145,24 +155,22 @@ def _any_at_least(names: tuple[str, ...], support: int) -> Q:
 
 
 def _query_neighbourhoods(traces, wanted: dict[tuple[int, int | None], str]) -> dict:
-    """For each (chunk, project): the distinct queries that carried its signal (embedding and
-    content words). The weight will apply to a query at least MIN_NEIGHBOURHOOD similar to one of
-    them that also shares most of its content words. One query."""
-    rows = traces.filter(chunk_id__in={chunk for chunk, _ in wanted}).values_list(
-        "chunk_id",
-        "project_id",
-        "trace__embedding",
-        "query_text",
-        "cited",
-        "used_in_answer",
-        "user_referenced",
-        "outcome",
-    )
-    anchors: dict[tuple[int, int | None], dict[str, tuple[np.ndarray, list[str]]]] = {key: {} for key in wanted}
-    for chunk_id, project_id, embedding, text, cited, used, referenced, outcome in rows:
-        kind = wanted.get((chunk_id, project_id))
-        carried = (cited or used or referenced or outcome == "helpful") if kind == "helpful" else outcome == kind
-        if kind is not None and carried:
-            vector = np.frombuffer(bytes(embedding), dtype=np.float32)
-            anchors[(chunk_id, project_id)][" ".join(text.lower().split())] = (vector, query_terms(text))
-    return {key: (list(found.values())[:MAX_ANCHORS], MIN_NEIGHBOURHOOD) for key, found in anchors.items()}
+    """For each (chunk, project): up to MAX_ANCHORS distinct queries that carried its signal (their
+    trace ids and content words). The weight will apply to a query at least MIN_NEIGHBOURHOOD similar
+    to one of them that also shares most of its content words. One query."""
+    by_kind: dict[str, set[int]] = {}
+    for (chunk_id, _), kind in wanted.items():
+        by_kind.setdefault(kind, set()).add(chunk_id)
+    carried = Q(pk__in=[])
+    for kind, chunk_ids in by_kind.items():
+        carried |= Q(chunk_id__in=chunk_ids) & (POSITIVE if kind == "helpful" else Q(outcome=kind))
+    rows = traces.filter(carried).order_by("created_at").values_list("chunk_id", "project_id", "trace_id", "query_text")
+    kept: dict[tuple[int, int | None], dict[str, Any]] = {key: {} for key in wanted}
+    for chunk_id, project_id, trace_id, text in rows.iterator(chunk_size=5000):
+        found = kept.get((chunk_id, project_id))
+        if found is not None and len(found) < MAX_ANCHORS:
+            found.setdefault(" ".join(text.lower().split()), trace_id)
+    terms = {text: query_terms(text) for found in kept.values() for text in found}
+    return {
+        key: ([(trace, terms[text]) for text, trace in found.items()], MIN_NEIGHBOURHOOD) for key, found in kept.items()
+    }

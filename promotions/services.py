@@ -3,6 +3,9 @@ stream (the audit trail) in the same transaction as the change it records."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +21,8 @@ from promotions.destinations import writer_for
 from promotions.models import LIVE_STATUSES, OPEN_STATUSES, LearningPromotion, PromotionStatus
 
 S = PromotionStatus
+# Rows per INSERT and events per bulk write (the event writer takes at most 1,000 at a time).
+BULK_BATCH = 1000
 # action: (states it may start from, state it leads to, the audit event's signal)
 TRANSITIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "approve": ((S.CANDIDATE,), S.APPROVED, Signal.ACCEPTED),
@@ -30,28 +35,30 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 
 
-def _audit(*, promotion: LearningPromotion, action: str, actor: Actor, before: str, notes: str = "",
-           signal: str | None = None, extra: dict[str, Any] | None = None) -> None:  # fmt: skip
-    """One feedback event per lifecycle action: who did what to which promotion, from which state."""
-    event_record(
-        actor=actor,
-        data=EventInput(
-            event_type=f"promotion_{action}",
-            event_family=EventFamily.WORKFLOW_OUTCOME,
-            signal=signal or TRANSITIONS[action][2],
-            user_id=actor.user.pk if actor.user else None,
-            project_slug=promotion.project.slug if promotion.project else None,
-            surface="promotion_ledger",
-            subject_type="promotion",
-            subject_id=str(promotion.pk),
-            source_table=LearningPromotion._meta.db_table,
-            source_record_id=str(promotion.pk),
-            reason_category=promotion.promotion_type,
-            free_text=notes[:10_000],
-            before_snapshot={"status": before},
-            after_snapshot={"status": promotion.status, **(extra or {})},
-        ),
+def _audit_input(*, promotion: LearningPromotion, action: str, actor: Actor, before: str, notes: str = "",
+                 signal: str | None = None, extra: dict[str, Any] | None = None) -> EventInput:  # fmt: skip
+    """The feedback event of one lifecycle action: who did what to which promotion, from which state."""
+    return EventInput(
+        event_type=f"promotion_{action}",
+        event_family=EventFamily.WORKFLOW_OUTCOME,
+        signal=signal or TRANSITIONS[action][2],
+        user_id=actor.user.pk if actor.user else None,
+        project_slug=promotion.project.slug if promotion.project else None,
+        surface="promotion_ledger",
+        subject_type="promotion",
+        subject_id=str(promotion.pk),
+        source_table=LearningPromotion._meta.db_table,
+        source_record_id=str(promotion.pk),
+        reason_category=promotion.promotion_type,
+        free_text=notes[:10_000],
+        before_snapshot={"status": before},
+        after_snapshot={"status": promotion.status, **(extra or {})},
     )
+
+
+def _audit(**kwargs: Any) -> None:
+    """One feedback event per lifecycle action, in the caller's transaction."""
+    event_record(actor=kwargs["actor"], data=_audit_input(**kwargs))
 
 
 def _require_reviewer(actor: Actor) -> User:
@@ -102,6 +109,63 @@ def promotion_propose(
             raise
         return existing, False
     return promotion, True
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One candidate a scanner wants opened (see promotion_propose for the fields)."""
+
+    subject_id: str
+    proposed_learning: dict[str, Any]
+    confidence: float
+    risk_level: str = "low"
+    project: Project | None = None
+    source_event_ids: list[str] = field(default_factory=list)
+    expires_at: datetime | None = None
+
+
+def promotions_propose_bulk(
+    *, actor: Actor, promotion_type: str, subject_type: str, proposals: Sequence[Proposal]
+) -> list[LearningPromotion]:
+    """Open many candidates at once (the scanners' path): one INSERT that skips subjects with an open
+    promotion (the partial unique index decides, so concurrent scans never duplicate one), and the
+    audit events of those actually opened, in the same transaction. Returns the opened ones.
+
+    Subjects are trusted here: scanners propose what they read from the database."""
+    writer_for(promotion_type)
+    first_per_subject: dict[str, Proposal] = {}
+    for proposal in proposals:
+        first_per_subject.setdefault(proposal.subject_id, proposal)
+    fresh = [
+        LearningPromotion(
+            promotion_type=promotion_type,
+            subject_type=subject_type,
+            subject_id=p.subject_id,
+            proposed_learning=p.proposed_learning,
+            confidence=p.confidence,
+            risk_level=p.risk_level,
+            project=p.project,
+            source_event_ids=p.source_event_ids,
+            expires_at=p.expires_at,
+        )
+        for p in first_per_subject.values()
+    ]
+    if not fresh:
+        return []
+    with transaction.atomic():
+        LearningPromotion.objects.bulk_create(fresh, batch_size=BULK_BATCH, ignore_conflicts=True)
+        stored: set[uuid.UUID] = set()
+        for start in range(0, len(fresh), BULK_BATCH):
+            ids = [p.pk for p in fresh[start : start + BULK_BATCH]]
+            stored.update(LearningPromotion.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        opened = [p for p in fresh if p.pk in stored]
+        audits = [
+            _audit_input(promotion=p, action="propose", actor=actor, before="", signal=Signal.NEEDS_REVIEW)
+            for p in opened
+        ]
+        for start in range(0, len(audits), BULK_BATCH):
+            events_record_bulk(actor=actor, items=audits[start : start + BULK_BATCH])
+    return opened
 
 
 def promotion_transition(
@@ -169,24 +233,26 @@ def promotions_expire(*, now: datetime | None = None) -> int:
         if not due:
             return 0
         LearningPromotion.objects.filter(pk__in=[pk for pk, _, _ in due]).update(status=S.EXPIRED, updated_at=now)
-        events_record_bulk(
-            actor=Actor.for_system(),
-            items=[
-                EventInput(
-                    event_type="promotion_expire",
-                    event_family=EventFamily.WORKFLOW_OUTCOME,
-                    signal=Signal.STALE,
-                    project_slug=project_slug,
-                    surface="promotion_ledger",
-                    subject_type="promotion",
-                    subject_id=str(pk),
-                    source_table=LearningPromotion._meta.db_table,
-                    source_record_id=str(pk),
-                    reason_category=promotion_type,
-                    before_snapshot={"status": S.CANDIDATE},
-                    after_snapshot={"status": S.EXPIRED},
-                )
-                for pk, promotion_type, project_slug in due
-            ],
-        )
+        system = Actor.for_system()
+        for start in range(0, len(due), BULK_BATCH):
+            events_record_bulk(
+                actor=system,
+                items=[
+                    EventInput(
+                        event_type="promotion_expire",
+                        event_family=EventFamily.WORKFLOW_OUTCOME,
+                        signal=Signal.STALE,
+                        project_slug=project_slug,
+                        surface="promotion_ledger",
+                        subject_type="promotion",
+                        subject_id=str(pk),
+                        source_table=LearningPromotion._meta.db_table,
+                        source_record_id=str(pk),
+                        reason_category=promotion_type,
+                        before_snapshot={"status": S.CANDIDATE},
+                        after_snapshot={"status": S.EXPIRED},
+                    )
+                    for pk, promotion_type, project_slug in due[start : start + BULK_BATCH]
+                ],
+            )
     return len(due)

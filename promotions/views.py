@@ -48,14 +48,14 @@ def promotion_detail(request: HttpRequest, promotion_id: str) -> HttpResponse:
     preview = None
     if promotion.promotion_type == "retrieval_weight" and request.GET.get("preview"):
         preview = retrieval_weight_preview(promotion=promotion)
-    learning = {k: v for k, v in promotion.proposed_learning.items() if k != "anchors"}
+    learning = {k: v for k, v in promotion.proposed_learning.items() if k not in ("anchor_traces", "anchor_terms")}
     return render(
         request,
         "promotions/console_detail.html",
         {
             "promotion": promotion,
             "learning": learning,
-            "anchors": len(promotion.proposed_learning.get("anchors", [])),
+            "anchors": len(promotion.proposed_learning.get("anchor_traces", [])),
             "preview": preview,
             "actions": ACTIONS,
             "activity": selectors.promotion_activity(promotion_id=str(promotion.pk)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 import numpy as np
 from django.db.models import Q
@@ -25,12 +26,18 @@ def document_visibility_q(*, actor: Actor, prefix: str = "") -> Q:
     )
 
 
-def chunks_visible(*, actor: Actor, project: Project | None, chunk_ids: list[int]) -> dict[int, Chunk]:
-    """The given chunks the actor may read (within ``project`` and organisation-wide ones, if set)."""
+def chunks_visible(*, actor: Actor, project: Project | None, chunk_ids: list[int]) -> set[int]:
+    """Which of the given chunks the actor may read (within ``project`` and organisation-wide ones,
+    if set). Ids only: search reads the candidates' text for the top k alone."""
     qs = Chunk.objects.filter(pk__in=chunk_ids).filter(document_visibility_q(actor=actor, prefix="document__"))
     if project is not None:
         qs = qs.filter(Q(document__project=project) | Q(document__project__isnull=True))
-    return {c.pk: c for c in qs.select_related("document").defer("embedding")}
+    return set(qs.values_list("pk", flat=True))
+
+
+def chunks_for_display(*, chunk_ids: list[int]) -> dict[int, Chunk]:
+    """The chunks search returns, with their documents' titles and addresses (not their texts)."""
+    return Chunk.objects.select_related("document").defer("embedding", "document__raw_text").in_bulk(chunk_ids)
 
 
 def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
@@ -68,6 +75,15 @@ def near_paraphrase(
         if not words or (len(terms & set(words)) / len(union) if union else 0.0) >= MIN_TERM_OVERLAP:
             return True
     return False
+
+
+def anchor_vectors(learning: dict) -> np.ndarray:
+    """The embeddings of a query-scoped learning's anchor queries (its evidence traces), one row each;
+    traces deleted since the scan are missing from the result."""
+    ids = learning.get("anchor_traces") or []
+    found = dict(RetrievalQuery.objects.filter(pk__in=ids).values_list("pk", "embedding"))
+    vectors = [np.frombuffer(bytes(found[pk]), dtype=np.float32) for pk in map(uuid.UUID, ids) if pk in found]
+    return np.vstack(vectors) if vectors else np.zeros((0, 384), dtype=np.float32)
 
 
 def weights_for(

@@ -30,7 +30,7 @@ from retrieval.models import (
     WeightScope,
     WeightStatus,
 )
-from retrieval.selectors import chunks_visible, trace_get, weights_for
+from retrieval.selectors import anchor_vectors, chunks_for_display, chunks_visible, trace_get, weights_for
 
 
 @dataclass
@@ -179,8 +179,9 @@ def search(
         ((max(score, 0.0) * multipliers.get(pk, 1.0), score, pk) for pk, score in candidates if pk in visible),
         reverse=True,
     )
+    chunks = chunks_for_display(chunk_ids=[pk for _, _, pk in scored[:k]])
     hits = [
-        SearchHit(rank=rank, score=weighted, weight=multipliers.get(pk, 1.0), chunk=visible[pk])
+        SearchHit(rank=rank, score=weighted, weight=multipliers.get(pk, 1.0), chunk=chunks[pk])
         for rank, (weighted, _, pk) in enumerate(scored[:k], start=1)
     ]
     with transaction.atomic():
@@ -304,14 +305,18 @@ def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight
     if scope not in WeightScope.values:
         raise ApplicationError(f"Unknown weight scope {scope!r}.", field="scope")
     project = Project.objects.filter(slug=learning["project"]).first() if learning.get("project") else None
-    anchors = learning.get("anchors")
+    anchors = None
+    if scope == WeightScope.QUERY:
+        anchors = anchor_vectors(learning)
+        if not len(anchors):
+            raise Conflict("The queries this weight was learned from no longer exist.", field="anchor_traces")
     with transaction.atomic():
         RetrievalWeight.objects.filter(
             chunk=chunk, scope=scope, project=project, status__in=[WeightStatus.ACTIVE, WeightStatus.PAUSED]
         ).update(status=WeightStatus.SUPERSEDED)
         weight = RetrievalWeight.objects.create(
             chunk=chunk, document_id=chunk.document_id, scope=scope, project=project,
-            query_anchors=np.asarray(anchors, dtype=np.float32).ravel() if anchors else None,
+            query_anchors=anchors.ravel() if anchors is not None else None,
             min_similarity=learning.get("min_similarity"), query_terms=learning.get("anchor_terms") or [],
             multiplier=float(learning["multiplier"]),
             reason=str(learning.get("reason", ""))[:32], promotion_id=promotion_id,
