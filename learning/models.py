@@ -1,4 +1,5 @@
-"""Chat history, learned preferences, prompt patterns, workflows and memories."""
+"""Chat history, learned preferences, prompt patterns, workflows, memories, taste patterns and
+agent learnings (with the record of where each learning was injected)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,8 @@ class Preference(models.Model):
     times_reinforced = models.PositiveIntegerField(default=1)
     active = models.BooleanField(default=True)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.LEARNED)
+    # The user's words read like instructions to the assistant: rendered quoted, flagged for review.
+    needs_review = models.BooleanField(default=False)
     # Why an inactive preference is inactive: "user", "contradicted", "decayed".
     inactive_reason = models.CharField(max_length=32, blank=True, default="")
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -168,15 +171,30 @@ class Memory(models.Model):
     confidence = models.FloatField(default=0.5)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     source_message = models.ForeignKey(ChatMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Team and project memories exist only as the destination of an applied promotion.
+    promotion = models.OneToOneField(
+        "promotions.LearningPromotion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Text that reads like instructions to the assistant: kept, quoted, never shared.
+    needs_review = models.BooleanField(default=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         db_table = "ai_memories"
         ordering = ["-created_at"]
-        indexes = [models.Index("owner", "status", name="memory_owner_status")]
+        indexes = [
+            models.Index("owner", "status", name="memory_owner_status"),
+            models.Index("visibility", "status", "project", name="memory_shared"),
+        ]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "content_hash"], name="memory_unique_owner_content"),
+            models.UniqueConstraint(
+                fields=["owner", "content_hash"], condition=Q(visibility="private"), name="memory_unique_owner_content"
+            ),
+            models.CheckConstraint(
+                condition=Q(visibility="private") | Q(promotion__isnull=False) | Q(status="archived"),
+                name="memory_shared_only_by_promotion",
+            ),
             models.CheckConstraint(
                 condition=Q(visibility__in=["private", "team", "project"]), name="memory_visibility_valid"
             ),
@@ -189,3 +207,123 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.content[:60]}"
+
+
+class TastePattern(models.Model):
+    """A direction a user keeps correcting one tool's output in, distilled into an instruction
+    for its future runs ("Keep email draft outputs concise: under 150 words")."""
+
+    class Status(models.TextChoices):
+        CANDIDATE = "candidate"  # applied on trial, with a visible notice
+        ACTIVE = "active"  # confirmed by accepted outputs
+        REJECTED = "rejected"  # overridden three times in a row, or "stop applying this"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    plugin = models.CharField(max_length=100)
+    command = models.CharField(max_length=100, null=True, blank=True)  # None: every command of the plugin
+    pattern_type = models.CharField(max_length=16, default="taste")
+    correction_type = models.CharField(max_length=32)
+    direction = models.CharField(max_length=120)
+    description = models.CharField(max_length=500)
+    instruction = models.CharField(max_length=500)
+    evidence = models.JSONField(default=dict, blank=True)
+    confidence = models.FloatField(default=0.0)
+    observations = models.PositiveIntegerField(default=0)
+    confirmations = models.PositiveIntegerField(default=0)
+    rejections = models.PositiveIntegerField(default=0)
+    consecutive_rejections = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CANDIDATE)
+    rejected_reason = models.CharField(max_length=32, blank=True, default="")
+    last_applied_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "taste_patterns"
+        ordering = ["-confidence", "-observations"]
+        indexes = [models.Index("user", "plugin", "status", name="taste_user_plugin_status")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "plugin", "command", "correction_type", "direction"], name="taste_unique_direction"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["candidate", "active", "rejected"]), name="taste_status_valid"
+            ),
+            models.CheckConstraint(condition=Q(confidence__gte=0, confidence__lte=1), name="taste_confidence_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.plugin}/{self.command or '*'}: {self.instruction[:60]}"
+
+
+class AgentLearning(models.Model):
+    """A prevention prompt learned from repeated thumbs-down on similar responses; exists only as
+    the destination of an applied promotion, scoped by project, tool and tags."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        PAUSED = "paused"
+        RETIRED = "retired"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    tool_name = models.CharField(max_length=100, blank=True, default="")  # "": every tool
+    tags = models.JSONField(default=list, blank=True)
+    title = models.CharField(max_length=200)
+    prevention_prompt = models.TextField()
+    evidence = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    promotion = models.OneToOneField("promotions.LearningPromotion", on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agent_learnings"
+        ordering = ["-created_at"]
+        indexes = [models.Index("status", "project", name="agent_learning_scope")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["active", "paused", "retired"]), name="agent_learning_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class LearningUsage(models.Model):
+    """One learned item injected into one context: which, for whom, where, and (once feedback on
+    the response arrives) whether it helped. Agent learnings link their row; every other kind
+    (preference, workflow, taste pattern, memory, task example) names itself by type and id."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending"
+        HELPED = "helped"
+        HURT = "hurt"
+
+    learning = models.ForeignKey(AgentLearning, null=True, blank=True, on_delete=models.CASCADE, related_name="usages")
+    item_type = models.CharField(max_length=32)
+    item_id = models.CharField(max_length=64)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    surface = models.CharField(max_length=50, blank=True, default="")
+    plugin = models.CharField(max_length=100, blank=True, default="")
+    command = models.CharField(max_length=100, blank=True, default="")
+    tool_name = models.CharField(max_length=100, blank=True, default="")
+    response_id = models.CharField(max_length=255, blank=True, default="")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "agent_learning_usages"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index("response_id", name="usage_response"),
+            models.Index("item_type", "item_id", name="usage_item"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(outcome__in=["pending", "helped", "hurt"]), name="usage_outcome_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_type} {self.item_id} → {self.response_id or '-'} ({self.outcome})"

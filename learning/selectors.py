@@ -1,13 +1,15 @@
-"""Reads of what was learned about a user: always the user's own rows."""
+"""Reads of what was learned about a user: their own rows, and the shared ones they may see."""
 
 from __future__ import annotations
 
 from uuid import UUID
 
-from django.db.models import QuerySet
+from django.conf import settings
+from django.db.models import Q, QuerySet
 
-from accounts.models import User
-from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
+from accounts.models import Project, User
+from accounts.selectors import project_ids_for_user
+from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern, TastePattern
 
 
 def preference_list(*, user: User, active: bool | None = None) -> QuerySet[Preference]:
@@ -34,9 +36,50 @@ def workflow_get(*, user: User, workflow_id: int) -> LearnedWorkflow | None:
     return LearnedWorkflow.objects.filter(user=user, pk=workflow_id).first()
 
 
-def memory_list(*, user: User) -> QuerySet[Memory]:
-    """Memories the user may see: their own (private ones included)."""
-    return Memory.objects.filter(owner=user, status=Memory.Status.ACTIVE).order_by("-confidence", "-created_at")
+def memory_visibility_q(*, user: User, project: Project | None = None) -> Q:
+    """The memories a user may see: their own private ones, team memories, and project memories
+    of projects they belong to (of ``project`` alone, when given). Never another user's private one."""
+    shared_projects = Q(project_id__in=project_ids_for_user(user=user))
+    if project is not None:
+        shared_projects = Q(project=project) & shared_projects
+    return (
+        Q(owner=user, visibility=Memory.Visibility.PRIVATE)
+        | Q(visibility=Memory.Visibility.TEAM)
+        | (Q(visibility=Memory.Visibility.PROJECT) & shared_projects)
+    )
+
+
+def memory_list(*, user: User, project: Project | None = None) -> QuerySet[Memory]:
+    """Memories the user may see (see memory_visibility_q), most confident first."""
+    return Memory.objects.filter(memory_visibility_q(user=user, project=project), status=Memory.Status.ACTIVE).order_by(
+        "-confidence", "-created_at"
+    )
+
+
+def memory_get_own(*, user: User, memory_id: str) -> Memory | None:
+    """One of the user's own private memories (None for anybody else's: ids do not leak)."""
+    try:
+        UUID(str(memory_id))
+    except ValueError:
+        return None
+    return Memory.objects.filter(owner=user, pk=memory_id, visibility=Memory.Visibility.PRIVATE).first()
+
+
+def taste_pattern_list(*, user: User) -> QuerySet[TastePattern]:
+    return TastePattern.objects.filter(user=user).order_by("status", "-confidence", "-observations")
+
+
+def taste_patterns_applicable(*, user: User, plugin: str, command: str | None) -> list[TastePattern]:
+    """The patterns applied to the user's next run of plugin/command: candidates (on trial) and
+    active ones, for that command or for every command of the plugin."""
+    return list(
+        TastePattern.objects.filter(
+            Q(command=command) | Q(command__isnull=True),
+            user=user,
+            plugin=plugin,
+            status__in=[TastePattern.Status.CANDIDATE, TastePattern.Status.ACTIVE],
+        ).order_by("-confidence", "-observations")[: settings.CONTEXT_MAX_TASTE_PATTERNS]
+    )
 
 
 def message_get(*, message_id: str) -> ChatMessage | None:

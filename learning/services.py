@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import uuid
 from datetime import timedelta
 
 import numpy as np
@@ -15,7 +16,7 @@ from django.utils.text import slugify
 
 from accounts.actors import Actor
 from accounts.models import Project, User
-from config.exceptions import ApplicationError
+from config.exceptions import ApplicationError, Conflict
 from feedback.models import EventFamily, Signal
 from feedback.services import EventInput, event_record
 from learning.analyzer import catalog
@@ -28,9 +29,18 @@ from learning.analyzer.base import (
     WorkflowFinding,
 )
 from learning.analyzer.local import prompt_hash, summarize
-from learning.context import Context, context_build, context_invalidate, context_invalidate_all
+from learning.context import (
+    Context,
+    Scope,
+    context_build,
+    context_invalidate,
+    context_invalidate_all,
+    context_invalidate_shared,
+)
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
+from learning.safety import steering_reasons
 from learning.selectors import pattern_window, recent_messages
+from learning.taste import STOP_PHRASE, taste_pattern_stop
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +82,16 @@ def message_observe(
                 ChatMessage.objects.filter(pk=message.pk).update(
                     analyzed_at=timezone.now(), analysis={"skipped": "preference learning is off"}
                 )
-    return message, context_build(user=user, message=content if role == ChatMessage.Role.USER else None)
+    if role == ChatMessage.Role.USER and STOP_PHRASE.search(content):
+        taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
+    context = context_build(
+        user=user,
+        message=content if role == ChatMessage.Role.USER else None,
+        scope=Scope(project_id=project.pk if project else None),
+        response_id=str(message.pk),
+        record=True,
+    )
+    return message, context
 
 
 def _enqueue_analysis(message_id: str) -> None:
@@ -236,6 +255,23 @@ def _apply(message: ChatMessage, analysis: Analysis, vector: np.ndarray, similar
         memory_remember(owner=user, finding=analysis.memory, source_message=message)
 
 
+def _flag_steering(*, user: User, text: str, subject_type: str, subject_id: str) -> bool:
+    """Learned text that reads like orders to the assistant is kept (quoted, in the user's own
+    context only) and flagged for review in the stream. True if flagged."""
+    reasons = steering_reasons(text)
+    if reasons:
+        event_record(
+            actor=Actor.for_system(),
+            data=EventInput(
+                event_type="learned_text_flagged", event_family=EventFamily.USER_PREFERENCE,
+                signal=Signal.NEEDS_REVIEW, user_id=user.pk, surface="learning", subject_type=subject_type,
+                subject_id=subject_id, reason_category="steering", free_text=text[:10_000],
+                metadata={"reasons": reasons}, private=True,
+            ),
+        )  # fmt: skip
+    return bool(reasons)
+
+
 def _reinforced(confidence: float, strength: float) -> float:
     """Confidence after one more sighting: rises with diminishing returns, never past 0.99."""
     return min(0.99, confidence + (1.0 - confidence) * REINFORCEMENT_RATE * max(0.2, strength))
@@ -258,8 +294,12 @@ def preference_learn(*, user: User, finding: PreferenceFinding, source_message: 
                         user=user, category=finding.category, preference=slug,
                         description=finding.description[:500], source_message=source_message,
                         confidence=round(min(0.9, max(0.3, finding.confidence)), 4), last_reinforced_at=now,
+                        needs_review=bool(steering_reasons(finding.description)),
                     )  # fmt: skip
                 created = True
+                if preference.needs_review:
+                    _flag_steering(user=user, text=preference.description, subject_type="preference",
+                                   subject_id=str(preference.pk))  # fmt: skip
             except IntegrityError:
                 preference = Preference.objects.select_for_update().get(
                     user=user, category=finding.category, preference=slug
@@ -317,7 +357,11 @@ def preference_add_manual(*, user: User, category: str, preference: str, descrip
         )  # fmt: skip
         if not created:
             row.description, row.active, row.inactive_reason, row.last_reinforced_at = description, True, "", now
-            row.save(update_fields=["description", "active", "inactive_reason", "last_reinforced_at", "updated_at"])
+        row.needs_review = _flag_steering(
+            user=user, text=f"{preference} {description}", subject_type="preference", subject_id=str(row.pk)
+        )
+        row.save(update_fields=["description", "active", "inactive_reason", "last_reinforced_at", "needs_review",
+                                "updated_at"])  # fmt: skip
         _changed(user.pk)
         opposite = catalog.opposite_of(slug)
         if opposite:
@@ -414,13 +458,21 @@ def memory_remember(*, owner: User, finding: MemoryFinding, source_message: Chat
     kind = finding.kind if finding.kind in Memory.Kind.values else Memory.Kind.FACT
     with transaction.atomic():
         _changed(owner.pk)
-        memory = Memory.objects.select_for_update().filter(owner=owner, content_hash=digest).first()
+        memory = (
+            Memory.objects.select_for_update()
+            .filter(owner=owner, content_hash=digest, visibility=Memory.Visibility.PRIVATE)
+            .first()
+        )
         if memory is None:
-            return Memory.objects.create(
+            memory = Memory.objects.create(
                 owner=owner, visibility=Memory.Visibility.PRIVATE, kind=kind, content=finding.content[:4000],
                 content_hash=digest, confidence=round(min(0.95, max(0.3, finding.confidence)), 4),
                 source_message=source_message,
             )  # fmt: skip
+            if _flag_steering(user=owner, text=memory.content, subject_type="memory", subject_id=str(memory.pk)):
+                Memory.objects.filter(pk=memory.pk).update(needs_review=True)
+                memory.needs_review = True
+            return memory
         memory.confidence = round(_reinforced(memory.confidence, finding.confidence), 4)
         memory.save(update_fields=["confidence"])
         return memory
@@ -442,3 +494,88 @@ def preferences_decay(*, now: object = None) -> tuple[int, int]:
     if decayed or deactivated:
         context_invalidate_all()
     return decayed, deactivated
+
+
+def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, project: Project | None) -> dict:
+    """What sharing a private memory (or preference) with a team or project would create; refused if
+    it is not the owner's own confident, reviewable text. The proposed learning of a ``memory`` promotion."""
+    if visibility not in (Memory.Visibility.TEAM, Memory.Visibility.PROJECT):
+        raise ApplicationError("visibility must be 'team' or 'project'.", field="visibility")
+    if visibility == Memory.Visibility.PROJECT and project is None:
+        raise ApplicationError("A project memory needs its project.", field="project")
+    if subject_type == "memory":
+        memory = Memory.objects.filter(pk=subject_id, visibility=Memory.Visibility.PRIVATE).first() if _is_uuid(
+            subject_id
+        ) else None  # fmt: skip
+        if memory is None or memory.status != Memory.Status.ACTIVE:
+            raise ApplicationError(f"No private memory {subject_id}.", field="subject_id")
+        owner_id, kind, content, confidence, flagged = (
+            memory.owner_id, memory.kind, memory.content, memory.confidence, memory.needs_review
+        )  # fmt: skip
+    elif subject_type == "preference":
+        preference = Preference.objects.filter(pk=int(subject_id)).first() if subject_id.isdigit() else None
+        if preference is None or not preference.active:
+            raise ApplicationError(f"No active preference {subject_id}.", field="subject_id")
+        owner_id, kind, content, confidence, flagged = (
+            preference.user_id, Memory.Kind.PREFERENCE, preference.description, preference.confidence,
+            preference.needs_review,
+        )  # fmt: skip
+    else:
+        raise ApplicationError("subject_type must be 'memory' or 'preference'.", field="subject_type")
+    if confidence < settings.MEMORY_SHARE_MIN_CONFIDENCE:
+        raise ApplicationError(
+            f"Confidence {confidence:.2f} is below {settings.MEMORY_SHARE_MIN_CONFIDENCE}: a tentative private "
+            "item is never shared.",
+            field="subject_id",
+        )
+    if flagged or steering_reasons(content):
+        raise ApplicationError(
+            "This text reads like instructions to the assistant; it stays the owner's quoted preference.",
+            field="subject_id",
+        )
+    return {"owner": owner_id, "kind": kind, "content": content, "visibility": visibility,
+            "project": project.slug if project else None, "confidence": round(confidence, 3)}  # fmt: skip
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def memory_share_apply(*, promotion_id: uuid.UUID, learning: dict) -> Memory:
+    """Create the team or project memory an applied promotion describes (once per promotion)."""
+    existing = Memory.objects.filter(promotion_id=promotion_id).first()
+    if existing is not None:
+        return existing  # an apply delivered twice
+    owner = User.objects.filter(pk=int(learning.get("owner") or 0)).first()
+    if owner is None:
+        raise Conflict("The memory's owner no longer exists.", field="subject_id")
+    if steering_reasons(learning.get("content", "")):
+        raise Conflict("This text reads like instructions to the assistant; it is never shared.", field="content")
+    project = Project.objects.filter(slug=learning["project"]).first() if learning.get("project") else None
+    if learning.get("visibility") == Memory.Visibility.PROJECT and project is None:
+        raise Conflict(f"Project {learning.get('project')!r} no longer exists.", field="project")
+    content = str(learning["content"])[:4000]
+    digest = hashlib.sha256(" ".join(content.lower().split()).encode()).hexdigest()
+    with transaction.atomic():
+        memory = Memory.objects.create(
+            owner=owner, project=project, visibility=learning["visibility"], kind=learning.get("kind", "fact"),
+            content=content, content_hash=digest, confidence=float(learning.get("confidence", 0.7)),
+            promotion_id=promotion_id,
+        )  # fmt: skip
+        transaction.on_commit(context_invalidate_shared)
+    return memory
+
+
+def memory_share_set_status(*, promotion_id: uuid.UUID, active: bool, missing_ok: bool = False) -> None:
+    """Pause (archive) or resume the shared memory a promotion made; a vanished one is a conflict
+    (unless the promotion is being retired anyway)."""
+    updated = Memory.objects.filter(promotion_id=promotion_id).update(
+        status=Memory.Status.ACTIVE if active else Memory.Status.ARCHIVED
+    )
+    if not updated and not missing_ok:
+        raise Conflict("The shared memory this promotion created no longer exists.", field="destination_record_id")
+    transaction.on_commit(context_invalidate_shared)

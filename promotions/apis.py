@@ -48,7 +48,11 @@ class PromotionOutputSerializer(serializers.Serializer):
 
 class ProposeInputSerializer(StrictInputSerializer):
     promotion_type = serializers.ChoiceField(choices=sorted(WRITERS))
+    subject_type = StrictCharField(required=False, max_length=50, help_text="default: the type's usual subject")
     subject_id = StrictCharField(max_length=255)
+    proposed_learning = serializers.DictField(
+        required=False, help_text='e.g. {"visibility": "project", "project": "apollo"} for a memory'
+    )
     notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
     confidence = serializers.FloatField(required=False, default=0.5, min_value=0, max_value=1)
 
@@ -87,8 +91,9 @@ class PromotionListCreateApi(APIView):
         promotion, created = services.promotion_propose(
             actor=actor,
             promotion_type=data["promotion_type"],
-            subject_type=writer_for(data["promotion_type"]).subject_type,
+            subject_type=data.get("subject_type") or writer_for(data["promotion_type"]).subject_types[0],
             subject_id=data["subject_id"],
+            proposed_learning=data.get("proposed_learning"),
             confidence=data["confidence"],
             notes=data.get("notes", ""),
         )

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from django.db import transaction
+
+from accounts.actors import Actor
+from accounts.models import Project
 from config.exceptions import ApplicationError
-from feedback.models import TaskFeedback
+from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services import task_feedback_set_promoted
+from learning.agent import agent_learning_create, agent_learning_set_status
+from learning.context import context_invalidate_shared
+from learning.models import AgentLearning, Memory
+from learning.safety import steering_reasons
+from learning.services import memory_share_apply, memory_share_check, memory_share_set_status
 from promotions.models import LearningPromotion
 from retrieval.models import Chunk, RetrievalWeight, WeightStatus
 from retrieval.services import weight_create, weight_set_status
@@ -25,9 +34,11 @@ class Destination:
 
 
 class DestinationWriter(Protocol):
-    subject_type: str
+    subject_types: tuple[str, ...]  # the first is the default
 
-    def validate_subject(self, subject_id: str) -> None: ...
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
+        """Check the subject may be proposed; return the proposed learning to store."""
+        ...
 
     def apply(self, promotion: LearningPromotion) -> Destination: ...
 
@@ -38,45 +49,74 @@ class DestinationWriter(Protocol):
     def retire(self, promotion: LearningPromotion) -> None: ...
 
 
+def _task_title(snapshot: dict[str, Any]) -> str:
+    return " ".join(str(snapshot.get("title", "")).lower().split())
+
+
 class TaskExampleWriter:
-    """A well-rated generated task becomes an example future task generation may show."""
+    """A well-rated generated task becomes an example that future task generation is shown. It
+    must be rated good, complete (a title and a description), not a duplicate of an example, and
+    completed by its user or proposed by an admin."""
 
-    subject_type = "task_feedback"
+    subject_types: tuple[str, ...] = ("task_feedback",)
 
-    def validate_subject(self, subject_id: str) -> None:
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
         try:
             uuid.UUID(subject_id)
         except ValueError as exc:
             raise ApplicationError("subject_id must be the id of a rated task.", field="subject_id") from exc
-        feedback = TaskFeedback.objects.filter(pk=subject_id).only("rating").first()
+        feedback = TaskFeedback.objects.filter(pk=subject_id).first()
         if feedback is None:
             raise ApplicationError(f"No rated task {subject_id}.", field="subject_id")
         if feedback.rating != TaskFeedback.Rating.GOOD:
             raise ApplicationError("Only tasks rated good can become examples.", field="subject_id")
+        snapshot = feedback.task_snapshot if isinstance(feedback.task_snapshot, dict) else {}
+        title, description = str(snapshot.get("title", "")).strip(), str(snapshot.get("description", "")).strip()
+        if not title or not description:
+            raise ApplicationError("Only complete tasks (a title and a description) become examples.",
+                                   field="subject_id")  # fmt: skip
+        if not feedback.completed and not actor.is_admin:
+            raise ApplicationError("A task nobody completed becomes an example only if an admin proposes it.",
+                                   field="subject_id")  # fmt: skip
+        if steering_reasons(f"{title} {description}"):
+            raise ApplicationError("This task reads like instructions to the assistant; it is never an example.",
+                                   field="subject_id")  # fmt: skip
+        duplicates = TaskFeedback.objects.filter(promoted=True, project=feedback.project).exclude(pk=feedback.pk)
+        if any(
+            _task_title(other) == _task_title(snapshot) for other in duplicates.values_list("task_snapshot", flat=True)
+        ):
+            raise ApplicationError("An example with this title already exists.", field="subject_id")
+        return {"title": title[:300], "description": description[:2000], "completed": feedback.completed,
+                "reason": feedback.reason[:500], **learning}  # fmt: skip
 
     def apply(self, promotion: LearningPromotion) -> Destination:
         feedback = task_feedback_set_promoted(feedback_id=promotion.subject_id, promoted=True)
+        transaction.on_commit(context_invalidate_shared)
         return Destination(table=TaskFeedback._meta.db_table, record_id=str(feedback.pk))
 
     def pause(self, promotion: LearningPromotion) -> None:
         task_feedback_set_promoted(feedback_id=promotion.subject_id, promoted=False)
+        transaction.on_commit(context_invalidate_shared)
 
     def resume(self, promotion: LearningPromotion) -> None:
         task_feedback_set_promoted(feedback_id=promotion.subject_id, promoted=True)
+        transaction.on_commit(context_invalidate_shared)
 
     def retire(self, promotion: LearningPromotion) -> None:
-        if promotion.applied_at is not None:
+        if promotion.applied_at is not None and TaskFeedback.objects.filter(pk=promotion.subject_id).exists():
             task_feedback_set_promoted(feedback_id=promotion.subject_id, promoted=False)
+            transaction.on_commit(context_invalidate_shared)
 
 
 class RetrievalWeightWriter:
     """A learned ranking multiplier for one chunk (``ai_retrieval_weights``)."""
 
-    subject_type = "chunk"
+    subject_types: tuple[str, ...] = ("chunk",)
 
-    def validate_subject(self, subject_id: str) -> None:
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
         if not subject_id.isdigit() or not Chunk.objects.filter(pk=int(subject_id)).exists():
             raise ApplicationError(f"No chunk {subject_id}.", field="subject_id")
+        return learning
 
     def apply(self, promotion: LearningPromotion) -> Destination:
         weight = weight_create(promotion_id=promotion.pk, learning=promotion.proposed_learning)
@@ -92,9 +132,78 @@ class RetrievalWeightWriter:
         weight_set_status(promotion_id=promotion.pk, status=WeightStatus.SUPERSEDED)
 
 
+class MemoryWriter:
+    """A private memory or preference shared as a team or project memory (``ai_memories``)."""
+
+    subject_types: tuple[str, ...] = ("memory", "preference")
+
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
+        project = None
+        if learning.get("project"):
+            project = Project.objects.filter(slug=learning["project"]).first()
+            if project is None:
+                raise ApplicationError(f"No project {learning['project']!r}.", field="project")
+        return memory_share_check(
+            subject_type=subject_type, subject_id=subject_id, visibility=str(learning.get("visibility", "team")),
+            project=project,
+        )  # fmt: skip
+
+    def apply(self, promotion: LearningPromotion) -> Destination:
+        memory = memory_share_apply(promotion_id=promotion.pk, learning=promotion.proposed_learning)
+        return Destination(table=Memory._meta.db_table, record_id=str(memory.pk))
+
+    def pause(self, promotion: LearningPromotion) -> None:
+        memory_share_set_status(promotion_id=promotion.pk, active=False)
+
+    def resume(self, promotion: LearningPromotion) -> None:
+        memory_share_set_status(promotion_id=promotion.pk, active=True)
+
+    def retire(self, promotion: LearningPromotion) -> None:
+        memory_share_set_status(promotion_id=promotion.pk, active=False, missing_ok=True)
+
+
+class AgentLearningWriter:
+    """A prevention prompt from repeated thumbs-down on similar responses (``agent_learnings``).
+    Proposed by the agent-learning scan; the subject is the first thumbs-down of the group."""
+
+    subject_types: tuple[str, ...] = ("response_feedback",)
+
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
+        try:
+            uuid.UUID(subject_id)
+        except ValueError as exc:
+            raise ApplicationError(
+                "subject_id must be the id of a response_feedback event.", field="subject_id"
+            ) from exc
+        if not FeedbackEvent.objects.filter(pk=subject_id, event_type="response_feedback").exists():
+            raise ApplicationError(f"No response feedback {subject_id}.", field="subject_id")
+        if not learning.get("prevention_prompt"):
+            raise ApplicationError("An agent learning needs a prevention_prompt.", field="proposed_learning")
+        if steering_reasons(str(learning["prevention_prompt"])):
+            raise ApplicationError("The prevention prompt reads like instructions from a user.",
+                                   field="proposed_learning")  # fmt: skip
+        return learning
+
+    def apply(self, promotion: LearningPromotion) -> Destination:
+        row = agent_learning_create(promotion_id=promotion.pk, learning=promotion.proposed_learning,
+                                    project=promotion.project)  # fmt: skip
+        return Destination(table=AgentLearning._meta.db_table, record_id=str(row.pk))
+
+    def pause(self, promotion: LearningPromotion) -> None:
+        agent_learning_set_status(promotion_id=promotion.pk, status=AgentLearning.Status.PAUSED)
+
+    def resume(self, promotion: LearningPromotion) -> None:
+        agent_learning_set_status(promotion_id=promotion.pk, status=AgentLearning.Status.ACTIVE)
+
+    def retire(self, promotion: LearningPromotion) -> None:
+        agent_learning_set_status(promotion_id=promotion.pk, status=AgentLearning.Status.RETIRED)
+
+
 WRITERS: dict[str, DestinationWriter] = {
     "task_example": TaskExampleWriter(),
     "retrieval_weight": RetrievalWeightWriter(),
+    "memory": MemoryWriter(),
+    "agent_learning": AgentLearningWriter(),
 }
 
 

@@ -81,11 +81,18 @@ def promotion_propose(
     expires_at: datetime | None = None,
     notes: str = "",
 ) -> tuple[LearningPromotion, bool]:
-    """Open a candidate; if the subject already has an open one, return that instead (created False)."""
+    """Open a candidate; if the subject already has an open one, return that instead (created False).
+    The destination writer checks the subject and may complete the proposed learning."""
     writer = writer_for(promotion_type)
-    writer.validate_subject(subject_id)
+    if subject_type not in writer.subject_types:
+        raise ApplicationError(
+            f"A {promotion_type} promotion is about a {' or a '.join(writer.subject_types)}.", field="subject_type"
+        )
     if not 0 <= confidence <= 1:
         raise ApplicationError("confidence must be between 0 and 1.", field="confidence")
+    proposed_learning = writer.prepare(
+        subject_type=subject_type, subject_id=subject_id, actor=actor, learning=dict(proposed_learning or {})
+    )
     existing = LearningPromotion.objects.filter(
         promotion_type=promotion_type, subject_type=subject_type, subject_id=subject_id, status__in=OPEN_STATUSES
     ).first()

@@ -211,6 +211,25 @@ CONTEXT_MAX_CHARS = env.int("CONTEXT_MAX_CHARS", default=2000)
 CONTEXT_CACHE_SECONDS = env.int("CONTEXT_CACHE_SECONDS", default=300)
 CONTEXT_MAX_PREFERENCES = env.int("CONTEXT_MAX_PREFERENCES", default=12)
 CONTEXT_MAX_MEMORIES = env.int("CONTEXT_MAX_MEMORIES", default=5)
+CONTEXT_MAX_TASTE_PATTERNS = env.int("CONTEXT_MAX_TASTE_PATTERNS", default=5)
+CONTEXT_MAX_AGENT_LEARNINGS = env.int("CONTEXT_MAX_AGENT_LEARNINGS", default=5)
+CONTEXT_MAX_TASK_EXAMPLES = env.int("CONTEXT_MAX_TASK_EXAMPLES", default=3)
+# Taste learning: a direction seen this often in the user's last TASTE_WINDOW decisions on one
+# plugin/command becomes a candidate pattern; confirmations make it active; overrides in a row stop it.
+TASTE_MIN_OBSERVATIONS = env.int("TASTE_MIN_OBSERVATIONS", default=3)
+TASTE_WINDOW = env.int("TASTE_WINDOW", default=20)
+TASTE_CONFIRMATIONS_TO_ACTIVATE = env.int("TASTE_CONFIRMATIONS_TO_ACTIVATE", default=2)
+TASTE_REJECTIONS_TO_STOP = env.int("TASTE_REJECTIONS_TO_STOP", default=3)
+# A tool's output as reported (a post_command's output, an edited output), in characters.
+COMMAND_OUTPUT_MAX_CHARS = env.int("COMMAND_OUTPUT_MAX_CHARS", default=20_000)
+# Agent learnings: thumbs-down on this many responses this similar (embedding of response and
+# reason) within the window become one candidate prevention prompt.
+AGENT_SCAN_MIN_SUPPORT = env.int("AGENT_SCAN_MIN_SUPPORT", default=2)
+AGENT_SCAN_SIMILARITY = env.float("AGENT_SCAN_SIMILARITY", default=0.7)
+AGENT_SCAN_DAYS = env.int("AGENT_SCAN_DAYS", default=30)
+AGENT_SCAN_MAX_EVENTS = env.int("AGENT_SCAN_MAX_EVENTS", default=5000)
+# A private memory or preference below this confidence is never shared with a team or project.
+MEMORY_SHARE_MIN_CONFIDENCE = env.float("MEMORY_SHARE_MIN_CONFIDENCE", default=0.7)
 WORKFLOW_CONTEXT_MIN_SIMILARITY = env.float("WORKFLOW_CONTEXT_MIN_SIMILARITY", default=0.3)
 # Two prompts are "the same kind of request" at this embedding similarity or above.
 WORKFLOW_SIMILARITY = env.float("WORKFLOW_SIMILARITY", default=0.6)

@@ -14,7 +14,11 @@ from promotions.models import LearningPromotion
 
 def propose_tasks(world, n):
     for i in range(n):
-        feedback, _ = task_feedback_record(actor=world.actor("owner"), task_snapshot={"id": f"t{i}"}, rating="good")
+        feedback, _ = task_feedback_record(
+            actor=world.actor("owner"),
+            task_snapshot={"id": f"t{i}", "title": f"Task {i}", "description": "Do it"},
+            rating="good",
+        )
         services.promotion_propose(actor=world.actor("admin"), promotion_type="task_example",
                                    subject_type="task_feedback", subject_id=str(feedback.pk))  # fmt: skip
 

@@ -20,8 +20,9 @@ URL = "/api/v1/promotions/"
 
 @pytest.fixture
 def good_task(world):
-    feedback, _ = task_feedback_record(actor=world.actor("owner"), task_snapshot={"id": "t1", "title": "Call Acme"},
-                                       rating="good", project_slug="apollo")  # fmt: skip
+    snapshot = {"id": "t1", "title": "Call Acme", "description": "Ask about the renewal"}
+    feedback, _ = task_feedback_record(actor=world.actor("owner"), task_snapshot=snapshot, rating="good",
+                                       project_slug="apollo")  # fmt: skip
     return feedback
 
 

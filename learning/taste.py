@@ -1,0 +1,333 @@
+"""Taste learning: a tool's runs, what the user did with each output, and the patterns that follow.
+
+1. ``command_run_record``: a ``post_command`` event (plugin, command, parameters, output). The
+   taste patterns in force for that plugin/command are recorded on the run: they were applied.
+2. ``command_decision_record``: a ``decision_point`` event (accepted, edited, rejected, re-run).
+   The correction is derived from the run's output and the edited text (``learning.corrections``).
+   Then, for each pattern applied to the run: accepted unchanged is a confirmation; an edit the
+   other way, a rejection or a re-run is an override. Three overrides in a row reject it.
+3. The same correction type and direction seen ``TASTE_MIN_OBSERVATIONS`` times in the user's
+   recent decisions on that plugin/command becomes a candidate pattern, with an instruction
+   computed from the edits ("Keep email draft outputs concise: under 150 words").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.actors import Actor
+from accounts.models import Project, User
+from config.exceptions import ApplicationError, NotFoundError
+from feedback.models import EventFamily, FeedbackEvent, Signal
+from feedback.services import EventInput, event_record
+from learning.context import context_invalidate
+from learning.corrections import Correction, corrections_derive, parameter_changes
+from learning.models import TastePattern
+from learning.selectors import taste_patterns_applicable
+
+DECISIONS = ("accepted", "edited", "rejected", "rerun")
+_SIGNAL = {
+    "accepted": Signal.ACCEPTED,
+    "edited": Signal.CORRECTED,
+    "rejected": Signal.NEGATIVE,
+    "rerun": Signal.NEGATIVE,
+}
+_OPPOSITE = {"shorter": "longer", "longer": "shorter", "more_formal": "more_casual", "more_casual": "more_formal"}
+STOP_PHRASE = re.compile(r"\b(?:stop|quit|don'?t keep|do not keep) applying (?:this|that|it)\b", re.IGNORECASE)
+
+
+def target_of(plugin: str, command: str) -> str:
+    return f"{plugin}/{command}"[:255]
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    applied: list[TastePattern]
+
+
+@dataclass
+class DecisionResult:
+    decision: str
+    corrections: list[Correction]
+    confirmed: list[int] = field(default_factory=list)
+    overridden: list[int] = field(default_factory=list)
+    rejected: list[int] = field(default_factory=list)
+    patterns: list[TastePattern] = field(default_factory=list)
+
+
+def command_run_record(
+    *, actor: Actor, user: User, plugin: str, command: str, output: str, parameters: dict[str, Any] | None = None,
+    project: Project | None = None, session_id: str = "",
+) -> RunResult:  # fmt: skip
+    """Record one run of a tool (``post_command``) and which taste patterns were applied to it."""
+    plugin, command = _name(plugin, "plugin"), _name(command, "command")
+    if not isinstance(parameters or {}, dict):
+        raise ApplicationError("parameters must be a JSON object.", field="parameters")
+    applied = taste_patterns_applicable(user=user, plugin=plugin, command=command)
+    run_id = str(uuid.uuid4())
+    with transaction.atomic():
+        event_record(
+            actor=actor,
+            data=EventInput(
+                event_type="post_command", event_family=EventFamily.TOOL_ACTION, signal=Signal.COMPLETED,
+                user_id=user.pk, project_slug=project.slug if project else None, session_id=session_id[:255],
+                target_id=target_of(plugin, command), surface="command", subject_type="command_run",
+                subject_id=run_id, after_snapshot={"output": output, "parameters": parameters or {}},
+                metadata={"plugin": plugin, "command": command, "applied_patterns": [p.pk for p in applied]},
+            ),
+        )  # fmt: skip
+        if applied:
+            TastePattern.objects.filter(pk__in=[p.pk for p in applied]).update(last_applied_at=timezone.now())
+    return RunResult(run_id=run_id, applied=applied)
+
+
+def _name(value: str, field_name: str) -> str:
+    value = (value or "").strip()
+    if not value:
+        raise ApplicationError(f"{field_name} must not be empty.", field=field_name)
+    if len(value) > 100:
+        raise ApplicationError(f"{field_name} is at most 100 characters.", field=field_name)
+    return value
+
+
+def _run_get(*, user: User, run_id: str) -> FeedbackEvent:
+    try:
+        uuid.UUID(str(run_id))
+    except ValueError as exc:
+        raise ApplicationError("run_id must be the id a recorded run returned.", field="run_id") from exc
+    run = FeedbackEvent.objects.filter(
+        subject_type="command_run", subject_id=str(run_id), event_type="post_command", user=user
+    ).first()
+    if run is None:
+        raise NotFoundError("No such run: record the post_command before its decision.", field="run_id")
+    return run
+
+
+def command_decision_record(
+    *, actor: Actor, user: User, run_id: str, decision: str, edited_output: str | None = None,
+    parameters: dict[str, Any] | None = None, reason: str = "",
+) -> DecisionResult:  # fmt: skip
+    """Record what the user did with a run's output (``decision_point``), derive the correction,
+    confirm or override the patterns applied to the run, and learn the patterns it completes."""
+    if decision not in DECISIONS:
+        raise ApplicationError(f"decision must be one of {', '.join(DECISIONS)}.", field="decision")
+    if decision == "edited" and edited_output is None:
+        raise ApplicationError("An edited decision needs the edited_output.", field="edited_output")
+    if decision == "rerun" and not isinstance(parameters, dict):
+        raise ApplicationError("A rerun needs the new parameters (a JSON object).", field="parameters")
+    run = _run_get(user=user, run_id=run_id)
+    shown = run.after_snapshot or {}
+    plugin, command = run.metadata["plugin"], run.metadata["command"]
+    corrections: list[Correction] = []
+    if decision == "edited":
+        corrections = corrections_derive(shown.get("output", ""), edited_output or "")
+    elif decision == "rerun":
+        corrections = parameter_changes(shown.get("parameters") or {}, parameters or {})
+    result = DecisionResult(decision=decision, corrections=corrections)
+    with transaction.atomic():
+        event_record(
+            actor=actor,
+            data=EventInput(
+                event_type="decision_point", event_family=EventFamily.TOOL_ACTION, signal=_SIGNAL[decision],
+                user_id=user.pk, project_slug=run.project.slug if run.project_id and run.project else None,
+                session_id=run.session_id, target_id=run.target_id, surface="command", subject_type="command_run",
+                subject_id=run.subject_id, reason_category=decision, free_text=reason[:10_000],
+                before_snapshot={"words": len(shown.get("output", "").split())},
+                after_snapshot={"edited_output": edited_output} if decision == "edited" else (
+                    {"parameters": parameters} if decision == "rerun" else None),
+                metadata={"plugin": plugin, "command": command, "decision": decision,
+                          "corrections": [c.as_dict() for c in corrections],
+                          "applied_patterns": run.metadata.get("applied_patterns", [])},
+            ),
+        )  # fmt: skip
+        _judge_applied(result, user=user, applied=run.metadata.get("applied_patterns", []))
+        result.patterns = _learn(user=user, plugin=plugin, command=command, target=run.target_id)
+        transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
+    return result
+
+
+def _overrides(pattern: TastePattern, decision: str, corrections: list[Correction]) -> bool:
+    if decision in ("rejected", "rerun"):
+        return True
+    for correction in corrections:
+        if correction.type != pattern.correction_type:
+            continue
+        if _OPPOSITE.get(pattern.direction) == correction.direction:
+            return True  # lengthened what the pattern shortened
+        if pattern.correction_type == "structure" and correction.direction != pattern.direction:
+            return True  # changed the layout the pattern chose
+        kind, _, name = pattern.direction.partition(":")
+        if pattern.correction_type == "section" and correction.direction == f"{_FLIP.get(kind)}:{name}":
+            return True  # put back the section the pattern left out
+        if pattern.correction_type == "parameter" and correction.direction.split("=")[0] == kind.split("=")[0]:
+            return True  # re-ran with another value of the parameter the pattern sets
+    return False
+
+
+_FLIP = {"removed": "added", "added": "removed"}
+
+
+def _judge_applied(result: DecisionResult, *, user: User, applied: list[int]) -> None:
+    """Confirm or override each pattern applied to the run; three overrides in a row reject it."""
+    if not applied:
+        return
+    for pattern in TastePattern.objects.select_for_update().filter(pk__in=applied, user=user).order_by("pk"):
+        if pattern.status == TastePattern.Status.REJECTED:
+            continue
+        if result.decision == "accepted":
+            pattern.confirmations += 1
+            pattern.consecutive_rejections = 0
+            result.confirmed.append(pattern.pk)
+            if pattern.confirmations >= settings.TASTE_CONFIRMATIONS_TO_ACTIVATE:
+                pattern.status = TastePattern.Status.ACTIVE
+        elif _overrides(pattern, result.decision, result.corrections):
+            pattern.rejections += 1
+            pattern.consecutive_rejections += 1
+            result.overridden.append(pattern.pk)
+            if pattern.consecutive_rejections >= settings.TASTE_REJECTIONS_TO_STOP:
+                pattern.status, pattern.rejected_reason = TastePattern.Status.REJECTED, "overridden"
+                result.rejected.append(pattern.pk)
+        else:
+            continue  # edited in some other respect: says nothing about this pattern
+        pattern.confidence = _confidence(pattern)
+        pattern.save(
+            update_fields=["confirmations", "rejections", "consecutive_rejections", "status", "rejected_reason",
+                           "confidence", "updated_at"]
+        )  # fmt: skip
+
+
+def _confidence(pattern: TastePattern) -> float:
+    """How consistently the user corrects this way (observations per recent decision) times how
+    often applying it was accepted (smoothed; 0 before any confirmation)."""
+    consistency = pattern.observations / max(pattern.evidence.get("decisions", pattern.observations), 1)
+    trust = pattern.confirmations / (pattern.confirmations + pattern.rejections + 2)
+    return round(min(1.0, consistency) * trust, 4)
+
+
+def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TastePattern]:
+    """Count the directions of the user's recent decisions on this plugin/command; create or
+    update the pattern of every direction seen often enough. Reads at most TASTE_WINDOW events."""
+    recent = list(
+        FeedbackEvent.objects.filter(
+            user=user, target_id=target, event_family=EventFamily.TOOL_ACTION, event_type="decision_point"
+        )
+        .order_by("-created_at")
+        .values_list("metadata", flat=True)[: settings.TASTE_WINDOW]
+    )
+    seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for metadata in recent:
+        for correction in {(c["type"], c["direction"]): c for c in metadata.get("corrections", [])}.values():
+            seen.setdefault((correction["type"], correction["direction"]), []).append(correction["detail"])
+    changed = []
+    for (kind, direction), details in seen.items():
+        if len(details) < settings.TASTE_MIN_OBSERVATIONS:
+            continue
+        instruction, description = distill(plugin, command, kind, direction, details, len(recent))
+        evidence = {"decisions": len(recent), "observations": len(details), "details": details[:10]}
+        pattern = (
+            TastePattern.objects.select_for_update()
+            .filter(user=user, plugin=plugin, command=command, correction_type=kind, direction=direction)
+            .first()
+        )
+        if pattern is None:
+            try:
+                with transaction.atomic():
+                    pattern = TastePattern.objects.create(
+                        user=user, plugin=plugin, command=command, correction_type=kind, direction=direction,
+                        description=description, instruction=instruction, evidence=evidence,
+                        observations=len(details), confidence=0.0,
+                    )  # fmt: skip
+            except IntegrityError:
+                continue  # a concurrent decision created it; it will be updated on the next one
+        elif pattern.status == TastePattern.Status.REJECTED:
+            continue  # the user said no: evidence does not bring it back
+        else:
+            pattern.instruction, pattern.description, pattern.evidence = instruction, description, evidence
+            pattern.observations = len(details)
+            pattern.confidence = _confidence(pattern)
+            pattern.save(update_fields=["instruction", "description", "evidence", "observations", "confidence",
+                                        "updated_at"])  # fmt: skip
+        changed.append(pattern)
+    return changed
+
+
+def _nice(value: float, *, up: bool) -> int:
+    """A round word limit near ``value``: to the next 25 (up) or the previous 25 (down), at least 25."""
+    step = 25 if value < 400 else 50
+    rounded = (math.ceil if up else math.floor)(value / step) * step
+    return max(step, int(rounded))
+
+
+def distill(
+    plugin: str, command: str, kind: str, direction: str, details: list[dict[str, Any]], decisions: int
+) -> tuple[str, str]:
+    """(instruction, description) for a direction, with the figures computed from the edits."""
+    thing = f"{plugin} {command}".replace("_", " ").replace("-", " ") + " outputs"
+    times = f"{len(details)}/{decisions} times"
+    if kind == "length":
+        before = statistics.median(d["before_words"] for d in details)
+        after = sorted(d["after_words"] for d in details)
+        if direction == "shorter":
+            limit = _nice(after[max(0, math.ceil(0.8 * len(after)) - 1)], up=True)
+            return (f"Keep {thing} concise: under {limit} words.",
+                    f"Shortened {thing} {times} (from about {before:.0f} to about {statistics.median(after):.0f} "
+                    f"words).")  # fmt: skip
+        floor = _nice(after[int(0.2 * len(after))], up=False)
+        return (f"Make {thing} more thorough: at least {floor} words.",
+                f"Lengthened {thing} {times} (from about {before:.0f} to about "
+                f"{statistics.median(after):.0f} words).")  # fmt: skip
+    if kind == "tone":
+        if direction == "more_formal":
+            return (f"Write {thing} in a formal, professional tone (no contractions, slang or exclamation marks).",
+                    f"Made {thing} more formal {times}.")  # fmt: skip
+        return f"Write {thing} in a casual, friendly tone.", f"Made {thing} more casual {times}."
+    if kind == "structure":
+        layout = {"bullets": "as bullet points", "table": "as a table", "prose": "as prose paragraphs, not lists"}
+        return (
+            f"Format {thing} {layout.get(direction, direction)}.",
+            f"Reformatted {thing} {layout.get(direction)} {times}.",
+        )
+    name = direction.partition(":")[2] if kind != "parameter" else direction
+    if kind == "section":
+        if direction.startswith("removed:"):
+            return (f"Leave out the '{name}' section in {thing}.",
+                    f"Removed the '{name}' section from {thing} {times}.")  # fmt: skip
+        return f"Include a '{name}' section in {thing}.", f"Added a '{name}' section to {thing} {times}."
+    if kind == "order":
+        return f"Put '{name}' first in {thing}.", f"Moved '{name}' up in {thing} {times}."
+    key, _, value = direction.partition("=")
+    return f"Run {plugin} {command} with {key} = {value}.", f"Re-ran {plugin} {command} with {key} = {value} {times}."
+
+
+def taste_pattern_stop(*, user: User, pattern_id: int | None = None) -> TastePattern | None:
+    """ "Stop applying this": reject a pattern (by id, or the last one applied to the user's runs)."""
+    with transaction.atomic():
+        qs = TastePattern.objects.select_for_update().filter(user=user)
+        if pattern_id is not None:
+            pattern = qs.filter(pk=pattern_id).first()
+            if pattern is None:
+                raise NotFoundError("No such taste pattern.", field="id")
+        else:
+            pattern = (
+                qs.exclude(status=TastePattern.Status.REJECTED)
+                .filter(last_applied_at__isnull=False)
+                .order_by("-last_applied_at")
+                .first()
+            )
+            if pattern is None:
+                return None
+        if pattern.status != TastePattern.Status.REJECTED:
+            pattern.status, pattern.rejected_reason = TastePattern.Status.REJECTED, "stopped_by_user"
+            pattern.save(update_fields=["status", "rejected_reason", "updated_at"])
+            transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
+    return pattern
