@@ -8,7 +8,7 @@ user's ids answer 404, so they do not leak.
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -20,9 +20,10 @@ from accounts.models import Project, User
 from accounts.selectors import project_get_by_slug, user_is_project_member
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
-from learning import selectors, services
-from learning.context import context_build
+from learning import agent, selectors, services, taste
+from learning.context import Scope, context_build, notice
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage
+from promotions.services import promotion_propose
 
 
 def subject_user(request: Request) -> User:
@@ -49,11 +50,17 @@ def _project_for(request: Request, slug: str | None) -> Project | None:
     return project
 
 
+SURFACES = ("chat", "command", "task_generation", "search", "agent")
+
+
 class ContextOutputSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     preferences = serializers.ListField(child=serializers.DictField())
     workflow = serializers.DictField(allow_null=True)
+    taste_patterns = serializers.ListField(child=serializers.DictField())
+    agent_learnings = serializers.ListField(child=serializers.DictField())
     memories = serializers.ListField(child=serializers.DictField())
+    task_examples = serializers.ListField(child=serializers.DictField())
     text = serializers.CharField(help_text="The rendered block to put in the system prompt.")
 
 
@@ -91,19 +98,43 @@ class MessageCreateApi(APIView):
         return Response(MessageOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
+class ContextQuerySerializer(StrictInputSerializer):
+    message = StrictCharField(required=False, max_length=settings.MESSAGE_MAX_CHARS, trim_whitespace=False)
+    project = StrictCharField(required=False, allow_blank=True, max_length=100)
+    surface = serializers.ChoiceField(choices=SURFACES, required=False, default="chat")
+    plugin = StrictCharField(required=False, allow_blank=True, max_length=100)
+    command = StrictCharField(required=False, allow_blank=True, max_length=100)
+    tool = StrictCharField(required=False, allow_blank=True, max_length=100)
+    response_id = StrictCharField(required=False, allow_blank=True, max_length=255)
+
+
 class ContextApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter("message", str, required=False, description="the current message, to match a workflow")
-        ],
+        parameters=[ContextQuerySerializer],
         responses=ContextOutputSerializer,
-        summary="What to inject into the user's next LLM call",
+        summary="What to inject into the user's next LLM call, on any surface",
+        description=(
+            "Preferences, the workflow the message matches, the taste patterns of plugin/command (each with "
+            "its notice), agent learnings scoped to project and tool, the memories the user may see, and for "
+            "surface=task_generation up to three approved task examples. Each injection is recorded against "
+            "response_id, so feedback on that response can mark them helped or hurt."
+        ),
     )
     def get(self, request: Request) -> Response:
-        message = request.query_params.get("message")
-        if message is not None and len(message) > settings.MESSAGE_MAX_CHARS:
-            raise ApplicationError(f"message is at most {settings.MESSAGE_MAX_CHARS} characters.", field="message")
-        context = context_build(user=subject_user(request), message=message)
+        serializer = ContextQuerySerializer(data=request.query_params.dict())
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        user = subject_user(request)
+        project = _project_for(request, data.get("project"))
+        if project is not None and not user.is_staff and not user_is_project_member(user=user, project=project):
+            raise AccessDenied("The user is not a member of this project.", field="project")
+        scope = Scope(
+            project_id=project.pk if project else None, surface=data["surface"], plugin=data.get("plugin", ""),
+            command=data.get("command", ""), tool_name=data.get("tool", ""),
+        )  # fmt: skip
+        context = context_build(
+            user=user, message=data.get("message"), scope=scope, response_id=data.get("response_id", ""), record=True
+        )
         return Response(ContextOutputSerializer(context.as_dict()).data)
 
 
@@ -253,3 +284,211 @@ class MemoryListApi(APIView):
         return Response(
             {"memories": MemoryOutputSerializer(selectors.memory_list(user=subject_user(request)), many=True).data}
         )
+
+
+class TastePatternOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    plugin = serializers.CharField()
+    command = serializers.CharField(allow_null=True)
+    correction_type = serializers.CharField()
+    direction = serializers.CharField()
+    description = serializers.CharField()
+    instruction = serializers.CharField()
+    notice = serializers.SerializerMethodField()
+    confidence = serializers.FloatField()
+    observations = serializers.IntegerField()
+    confirmations = serializers.IntegerField()
+    rejections = serializers.IntegerField()
+    consecutive_rejections = serializers.IntegerField()
+    status = serializers.CharField()
+    rejected_reason = serializers.CharField()
+    evidence = serializers.JSONField()
+    last_applied_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    def get_notice(self, pattern) -> str:
+        return notice(pattern.instruction)
+
+
+class TastePatternsOutputSerializer(serializers.Serializer):
+    taste_patterns = TastePatternOutputSerializer(many=True)
+
+
+class TastePatternListApi(APIView):
+    @extend_schema(responses=TastePatternsOutputSerializer, summary="Your taste patterns, applied ones first")
+    def get(self, request: Request) -> Response:
+        rows = selectors.taste_pattern_list(user=subject_user(request))
+        return Response({"taste_patterns": TastePatternOutputSerializer(rows, many=True).data})
+
+
+class TastePatternStopApi(APIView):
+    @extend_schema(request=None, responses=TastePatternOutputSerializer, summary='"Stop applying this"')
+    def post(self, request: Request, pattern_id: int) -> Response:
+        pattern = taste.taste_pattern_stop(user=subject_user(request), pattern_id=pattern_id)
+        return Response(TastePatternOutputSerializer(pattern).data)
+
+
+class CommandRunInputSerializer(StrictInputSerializer):
+    plugin = StrictCharField(max_length=100)
+    command = StrictCharField(max_length=100)
+    parameters = serializers.DictField(required=False, default=dict)
+    output = StrictCharField(max_length=settings.COMMAND_OUTPUT_MAX_CHARS, allow_blank=True, trim_whitespace=False)
+    project = StrictCharField(required=False, allow_blank=True, max_length=100)
+    session_id = StrictCharField(required=False, allow_blank=True, max_length=255)
+
+
+class CommandRunOutputSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    applied = TastePatternOutputSerializer(many=True, help_text="The taste patterns applied to this run.")
+    notices = serializers.ListField(child=serializers.CharField(), help_text="Show these to the user.")
+
+
+class CommandRunApi(APIView):
+    @extend_schema(
+        request=CommandRunInputSerializer,
+        responses={201: CommandRunOutputSerializer},
+        summary="Record a run of a tool (post_command); returns the taste patterns applied to it",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = CommandRunInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        result = taste.command_run_record(
+            actor=Actor.from_request(request), user=subject_user(request), plugin=data["plugin"],
+            command=data["command"], output=data["output"], parameters=data["parameters"],
+            project=_project_for(request, data.get("project")), session_id=data.get("session_id", ""),
+        )  # fmt: skip
+        body = {"run_id": result.run_id, "applied": result.applied,
+                "notices": [notice(p.instruction) for p in result.applied]}  # fmt: skip
+        return Response(CommandRunOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class CommandDecisionInputSerializer(StrictInputSerializer):
+    run_id = serializers.UUIDField()
+    decision = serializers.ChoiceField(choices=taste.DECISIONS)
+    edited_output = StrictCharField(
+        required=False, allow_blank=True, max_length=settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
+    )
+    parameters = serializers.DictField(required=False)
+    reason = StrictCharField(required=False, allow_blank=True, max_length=settings.FEEDBACK_MAX_TEXT_CHARS)
+
+
+class CorrectionOutputSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    direction = serializers.CharField()
+    detail = serializers.DictField()
+
+
+class CommandDecisionOutputSerializer(serializers.Serializer):
+    decision = serializers.CharField()
+    corrections = CorrectionOutputSerializer(many=True, help_text="What the edit changed, derived from the texts.")
+    confirmed = serializers.ListField(child=serializers.IntegerField())
+    overridden = serializers.ListField(child=serializers.IntegerField())
+    rejected = serializers.ListField(child=serializers.IntegerField())
+    patterns = TastePatternOutputSerializer(many=True, help_text="Patterns this decision created or updated.")
+
+
+class CommandDecisionApi(APIView):
+    @extend_schema(
+        request=CommandDecisionInputSerializer,
+        responses={201: CommandDecisionOutputSerializer},
+        summary="Record what the user did with a run's output (decision_point)",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = CommandDecisionInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        result = taste.command_decision_record(
+            actor=Actor.from_request(request), user=subject_user(request), run_id=str(data["run_id"]),
+            decision=data["decision"], edited_output=data.get("edited_output"), parameters=data.get("parameters"),
+            reason=data.get("reason", ""),
+        )  # fmt: skip
+        return Response(CommandDecisionOutputSerializer(result).data, status=status.HTTP_201_CREATED)
+
+
+class ResponseFeedbackInputSerializer(StrictInputSerializer):
+    response_id = StrictCharField(max_length=255)
+    rating = serializers.ChoiceField(choices=sorted(agent.RATINGS))
+    reason = StrictCharField(required=False, allow_blank=True, max_length=settings.FEEDBACK_MAX_TEXT_CHARS)
+    response_text = StrictCharField(
+        required=False, allow_blank=True, max_length=settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
+    )
+    tool_name = StrictCharField(required=False, allow_blank=True, max_length=100)
+    tool_trace = serializers.JSONField(required=False)
+    project = StrictCharField(required=False, allow_blank=True, max_length=100)
+    session_id = StrictCharField(required=False, allow_blank=True, max_length=255)
+
+
+class ResponseFeedbackOutputSerializer(serializers.Serializer):
+    event_id = serializers.UUIDField()
+    usages_judged = serializers.IntegerField(help_text="Injected learnings now marked helped or hurt.")
+
+
+class ResponseFeedbackApi(APIView):
+    @extend_schema(
+        request=ResponseFeedbackInputSerializer,
+        responses={201: ResponseFeedbackOutputSerializer},
+        summary="Thumbs up or down on an assistant response",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = ResponseFeedbackInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        event, judged = agent.response_feedback_record(
+            actor=Actor.from_request(request), user=subject_user(request), response_id=data["response_id"],
+            rating=data["rating"], reason=data.get("reason", ""), response_text=data.get("response_text", ""),
+            tool_name=data.get("tool_name", ""), tool_trace=data.get("tool_trace"),
+            project=_project_for(request, data.get("project")), session_id=data.get("session_id", ""),
+        )  # fmt: skip
+        body = {"event_id": event.pk, "usages_judged": judged}
+        return Response(ResponseFeedbackOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class ShareInputSerializer(StrictInputSerializer):
+    visibility = serializers.ChoiceField(choices=["team", "project"])
+    project = StrictCharField(required=False, allow_blank=True, max_length=100)
+    notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
+
+
+class ShareOutputSerializer(serializers.Serializer):
+    promotion_id = serializers.UUIDField()
+    status = serializers.CharField()
+    created = serializers.BooleanField(help_text="False: this item already had an open candidate.")
+
+
+class _ShareApi(APIView):
+    """Ask for one of your own private items to be shared: it becomes a promotion candidate that a
+    staff admin reviews; nothing is shared before it is approved and applied."""
+
+    subject_type = ""
+
+    @extend_schema(request=ShareInputSerializer, responses={201: ShareOutputSerializer, 200: ShareOutputSerializer})
+    def post(self, request: Request, item_id: str) -> Response:
+        user = subject_user(request)
+        owned = (
+            selectors.memory_get_own(user=user, memory_id=item_id)
+            if self.subject_type == "memory"
+            else selectors.preference_get(user=user, preference_id=int(item_id))
+        )
+        if owned is None:
+            raise NotFound(f"No such {self.subject_type}.")
+        serializer = ShareInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        project = _project_for(request, data.get("project"))
+        promotion, created = promotion_propose(
+            actor=Actor.from_request(request), promotion_type="memory", subject_type=self.subject_type,
+            subject_id=str(owned.pk), proposed_learning={"visibility": data["visibility"],
+                                                         "project": project.slug if project else None},
+            project=project, risk_level="medium", notes=data.get("notes", ""),
+        )  # fmt: skip
+        body = {"promotion_id": promotion.pk, "status": promotion.status, "created": created}
+        return Response(ShareOutputSerializer(body).data, status=status.HTTP_201_CREATED if created else 200)
+
+
+class MemoryShareApi(_ShareApi):
+    subject_type = "memory"
+
+
+class PreferenceShareApi(_ShareApi):
+    subject_type = "preference"

@@ -134,20 +134,54 @@ class PromotionActionApi(APIView):
         return Response(PromotionOutputSerializer(promotion).data)
 
 
-class ScanOutputSerializer(serializers.Serializer):
+class RetrievalScanOutputSerializer(serializers.Serializer):
     groups = serializers.IntegerField(help_text="Chunks with enough repeated signals to consider.")
     boosts = serializers.IntegerField(help_text="New boost candidates.")
     penalties = serializers.IntegerField(help_text="New penalty candidates.")
     skipped_open = serializers.IntegerField(help_text="Chunks that already have an open candidate.")
 
 
-class PromotionScanApi(APIView):
-    @extend_schema(request=None, responses=ScanOutputSerializer, summary="Run the retrieval promotion scan now")
-    def post(self, request: Request) -> Response:
-        from promotions.scanners import retrieval_scan
+class AgentScanOutputSerializer(serializers.Serializer):
+    thumbs_down = serializers.IntegerField(help_text="Recent thumbs-down not yet behind a promotion.")
+    groups = serializers.IntegerField(help_text="Groups of similar responses with enough support.")
+    proposed = serializers.IntegerField(help_text="New agent-learning candidates.")
+    flagged = serializers.IntegerField(help_text="Reasons that try to steer the assistant: flagged, not used.")
 
-        report = retrieval_scan(actor=_admin(request))
-        return Response(ScanOutputSerializer(report).data)
+
+class TaskExampleScanOutputSerializer(serializers.Serializer):
+    eligible = serializers.IntegerField(help_text="Completed tasks rated good, not examples yet.")
+    proposed = serializers.IntegerField(help_text="New task-example candidates.")
+
+
+class ScanInputSerializer(StrictInputSerializer):
+    scanner = serializers.ChoiceField(choices=["all", "retrieval", "agent_learning", "task_example"], default="all")
+
+
+class ScanOutputSerializer(serializers.Serializer):
+    retrieval = RetrievalScanOutputSerializer(required=False)
+    agent_learning = AgentScanOutputSerializer(required=False)
+    task_example = TaskExampleScanOutputSerializer(required=False)
+
+
+class PromotionScanApi(APIView):
+    @extend_schema(
+        request=ScanInputSerializer, responses=ScanOutputSerializer, summary="Run the promotion scanners now"
+    )
+    def post(self, request: Request) -> Response:
+        from promotions import scanners
+
+        actor = _admin(request)
+        serializer = ScanInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        wanted = serializer.validated_data["scanner"]
+        body = {}
+        if wanted in ("all", "retrieval"):
+            body["retrieval"] = scanners.retrieval_scan(actor=actor)
+        if wanted in ("all", "agent_learning"):
+            body["agent_learning"] = scanners.agent_learning_scan(actor=actor)
+        if wanted in ("all", "task_example"):
+            body["task_example"] = scanners.task_example_scan(actor=actor)
+        return Response(ScanOutputSerializer(body).data)
 
 
 class PreviewQuerySerializer(serializers.Serializer):

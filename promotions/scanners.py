@@ -18,6 +18,7 @@ neighbourhood of the queries that produced it (near-paraphrases of any of them).
 from __future__ import annotations
 
 import math
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -29,6 +30,11 @@ from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import Project
+from config.exceptions import ApplicationError
+from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
+from feedback.services import EventInput, event_record
+from learning.safety import quoted, steering_reasons
+from promotions.destinations import writer_for
 from promotions.models import OPEN_STATUSES, LearningPromotion
 from promotions.services import Proposal, promotions_propose_bulk
 from retrieval.models import RetrievalFeedback
@@ -174,3 +180,169 @@ def _query_neighbourhoods(traces, wanted: dict[tuple[int, int | None], str]) -> 
     return {
         key: ([(trace, terms[text]) for text, trace in found.items()], MIN_NEIGHBOURHOOD) for key, found in kept.items()
     }
+
+
+@dataclass
+class AgentScanReport:
+    thumbs_down: int = 0
+    groups: int = 0
+    proposed: int = 0
+    flagged: int = 0
+
+
+def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
+    """Group recent thumbs-down on assistant responses by similarity (embedding of the response and
+    the reason, within one project and tool); every group of at least AGENT_SCAN_MIN_SUPPORT
+    distinct responses becomes one candidate prevention prompt, with the responses as evidence.
+    Thumbs-down already behind a promotion are not counted again; reasons that try to steer the
+    assistant are flagged for review and never become a prompt."""
+    from retrieval.embeddings import get_embedder
+
+    actor = actor or Actor.for_system()
+    since = timezone.now() - timedelta(days=settings.AGENT_SCAN_DAYS)
+    used = {
+        str(event_id)
+        for ids in LearningPromotion.objects.filter(promotion_type="agent_learning").values_list(
+            "source_event_ids", flat=True
+        )
+        for event_id in ids or []
+    }
+    events = [
+        event
+        for event in FeedbackEvent.objects.filter(
+            event_type="response_feedback", event_family=EventFamily.ASSISTANT_RESPONSE, signal=Signal.NEGATIVE,
+            created_at__gte=since,
+        )
+        .select_related("project")
+        .order_by("-created_at")[: settings.AGENT_SCAN_MAX_EVENTS]
+        if str(event.pk) not in used
+    ]  # fmt: skip
+    report = AgentScanReport(thumbs_down=len(events))
+    clean = []
+    for event in events:
+        if steering_reasons(event.free_text) or steering_reasons(_response_text(event)):
+            report.flagged += 1
+            _flag(actor, event)
+        else:
+            clean.append(event)
+    if not clean:
+        return report
+    clean.reverse()  # oldest first: a group is named after its first thumbs-down
+    vectors = get_embedder().embed([f"{_response_text(e)[:2000]}\n{e.free_text[:500]}" for e in clean])
+    groups: list[list[int]] = []
+    for index, event in enumerate(clean):
+        for group in groups:
+            first = clean[group[0]]
+            same_scope = (first.project_id, _tool(first)) == (event.project_id, _tool(event))
+            if same_scope and float(vectors[group[0]] @ vectors[index]) >= settings.AGENT_SCAN_SIMILARITY:
+                group.append(index)
+                break
+        else:
+            groups.append([index])
+    proposals = []
+    for group in groups:
+        members = [clean[i] for i in group]
+        if len({e.subject_id for e in members}) < settings.AGENT_SCAN_MIN_SUPPORT:
+            continue
+        report.groups += 1
+        proposals.append(
+            Proposal(
+                subject_id=str(members[0].pk),
+                proposed_learning=_prevention(members),
+                confidence=round(1 - 1 / (1 + len(members) / settings.AGENT_SCAN_MIN_SUPPORT), 3),
+                risk_level="medium",
+                project=members[0].project,
+                source_event_ids=[str(e.pk) for e in members],
+            )
+        )
+    opened = promotions_propose_bulk(
+        actor=actor, promotion_type="agent_learning", subject_type="response_feedback", proposals=proposals
+    )
+    report.proposed = len(opened)
+    return report
+
+
+def _response_text(event: FeedbackEvent) -> str:
+    snapshot = event.after_snapshot if isinstance(event.after_snapshot, dict) else {}
+    return str(snapshot.get("response") or "")
+
+
+def _tool(event: FeedbackEvent) -> str:
+    return str((event.metadata or {}).get("tool_name") or "")
+
+
+def _prevention(members: list[FeedbackEvent]) -> dict[str, Any]:
+    """The proposed prevention prompt: what went wrong, in the users' words, quoted as evidence."""
+    tool = _tool(members[0])
+    reasons = list(dict.fromkeys(" ".join(e.free_text.split())[:200] for e in members if e.free_text.strip()))[:3]
+    where = f" from {tool}" if tool else ""
+    prompt = f"Users rejected {len(members)} similar responses{where}."
+    if reasons:
+        prompt += " Their reasons: " + "; ".join(quoted(r, 200) for r in reasons) + "."
+    excerpt = quoted(_response_text(members[0]), 160)
+    prompt += f" One such response began {excerpt}. Before answering a similar request, avoid these problems."
+    return {
+        "title": f"{len(members)} thumbs-down on similar responses{where}"[:200],
+        "prevention_prompt": prompt,
+        "tool_name": tool,
+        "tags": sorted({e.reason_category for e in members if e.reason_category} - {"down"}),
+        "evidence": [
+            {"event": str(e.pk), "response_id": e.subject_id, "reason": e.free_text[:500],
+             "response": _response_text(e)[:500], "tool_trace": (e.after_snapshot or {}).get("tool_trace")}
+            for e in members[:10]
+        ],
+    }  # fmt: skip
+
+
+def _flag(actor: Actor, event: FeedbackEvent) -> None:
+    event_record(
+        actor=actor,
+        data=EventInput(
+            event_type="learned_text_flagged", event_family=EventFamily.ASSISTANT_RESPONSE,
+            signal=Signal.NEEDS_REVIEW, user_id=event.user_id, surface="agent_learning_scan",
+            subject_type="feedback_event", subject_id=str(event.pk), reason_category="steering",
+            free_text=event.free_text[:10_000], idempotency_key=f"steering:{event.pk}",
+        ),
+    )  # fmt: skip
+
+
+@dataclass
+class TaskExampleScanReport:
+    eligible: int = 0
+    proposed: int = 0
+
+
+def task_example_scan(*, actor: Actor | None = None) -> TaskExampleScanReport:
+    """Propose as task examples the tasks rated good and completed that are not examples yet (and
+    have no promotion): the writer checks each is complete and not a duplicate."""
+    actor = actor or Actor.for_system()
+    behind_promotions = LearningPromotion.objects.filter(promotion_type="task_example").values("subject_id")
+    eligible = (
+        TaskFeedback.objects.filter(rating=TaskFeedback.Rating.GOOD, completed=True, promoted=False)
+        .exclude(id__in=[uuid.UUID(str(s)) for s in behind_promotions.values_list("subject_id", flat=True)])
+        .select_related("project")
+        .order_by("created_at")[:500]
+    )
+    report = TaskExampleScanReport()
+    writer = writer_for("task_example")
+    proposals, titles = [], set()
+    for feedback in eligible:
+        report.eligible += 1
+        try:
+            learning = writer.prepare(
+                subject_type="task_feedback", subject_id=str(feedback.pk), actor=actor, learning={}
+            )
+        except ApplicationError:
+            continue  # incomplete, a duplicate of an example, or steering text
+        title = " ".join(learning["title"].lower().split())
+        if (feedback.project_id, title) in titles:
+            continue  # two good ratings of the same task: one candidate
+        titles.add((feedback.project_id, title))
+        proposals.append(Proposal(subject_id=str(feedback.pk), proposed_learning=learning, confidence=0.8,
+                                  project=feedback.project))  # fmt: skip
+    report.proposed = len(
+        promotions_propose_bulk(
+            actor=actor, promotion_type="task_example", subject_type="task_feedback", proposals=proposals
+        )
+    )
+    return report

@@ -21,3 +21,23 @@ def retrieval_scan() -> dict:
     from promotions.scanners import retrieval_scan as scan
 
     return asdict(scan())
+
+
+@shared_task(name="promotions.agent_learning_scan", ignore_result=True)
+def agent_learning_scan() -> dict:
+    """Propose prevention prompts from repeated thumbs-down on similar responses."""
+    from dataclasses import asdict
+
+    from promotions.scanners import agent_learning_scan as scan
+
+    return asdict(scan())
+
+
+@shared_task(name="promotions.task_example_scan", ignore_result=True)
+def task_example_scan() -> dict:
+    """Propose completed, well-rated tasks as task examples."""
+    from dataclasses import asdict
+
+    from promotions.scanners import task_example_scan as scan
+
+    return asdict(scan())

@@ -12,7 +12,7 @@ from accounts.actors import Actor
 from config.exceptions import ApplicationError
 from promotions import selectors, services
 from promotions.models import PromotionStatus
-from promotions.scanners import retrieval_scan
+from promotions.scanners import agent_learning_scan, retrieval_scan, task_example_scan
 
 TABS = ("candidate", "approved", "applied", "paused", "rejected", "superseded", "expired")
 ACTIONS = ("approve", "reject", "apply", "pause", "resume", "supersede")
@@ -49,12 +49,15 @@ def promotion_detail(request: HttpRequest, promotion_id: str) -> HttpResponse:
     if promotion.promotion_type == "retrieval_weight" and request.GET.get("preview"):
         preview = retrieval_weight_preview(promotion=promotion)
     learning = {k: v for k, v in promotion.proposed_learning.items() if k not in ("anchor_traces", "anchor_terms")}
+    # Agent learnings carry their evidence as rows (the responses and reasons behind them).
+    evidence = learning.pop("evidence") if isinstance(learning.get("evidence"), list) else []
     return render(
         request,
         "promotions/console_detail.html",
         {
             "promotion": promotion,
             "learning": learning,
+            "evidence": evidence,
             "anchors": len(promotion.proposed_learning.get("anchor_traces", [])),
             "preview": preview,
             "actions": ACTIONS,
@@ -84,9 +87,12 @@ def promotion_action(request: HttpRequest, promotion_id: str, action: str) -> Ht
 @staff_member_required
 @require_POST
 def promotion_scan(request: HttpRequest) -> HttpResponse:
-    report = retrieval_scan(actor=Actor.from_request(request))
+    actor = Actor.from_request(request)
+    report = retrieval_scan(actor=actor)
+    agents, tasks = agent_learning_scan(actor=actor), task_example_scan(actor=actor)
     messages.success(
         request, f"Scan done: {report.boosts} boosts and {report.penalties} penalties proposed "
-        f"({report.skipped_open} chunks already had an open candidate).",
+        f"({report.skipped_open} chunks already had an open candidate); {agents.proposed} agent learnings "
+        f"({agents.flagged} steering reasons flagged); {tasks.proposed} task examples.",
     )  # fmt: skip
     return redirect("console-promotions")

@@ -139,6 +139,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "TaskRatingEnum": ["good", "bad"],
+        "ResponseRatingEnum": ["down", "up"],
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -251,6 +255,8 @@ CELERY_BEAT_SCHEDULE = {
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},
     "promotion-expiry": {"task": "promotions.expire_candidates", "schedule": 3600.0},
     "retrieval-scan": {"task": "promotions.retrieval_scan", "schedule": 3600.0},
+    "agent-learning-scan": {"task": "promotions.agent_learning_scan", "schedule": 3600.0},
+    "task-example-scan": {"task": "promotions.task_example_scan", "schedule": 6 * 3600.0},
 }
 
 # Retrieval.
