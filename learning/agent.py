@@ -27,7 +27,8 @@ RATINGS = {"up": Signal.POSITIVE, "down": Signal.NEGATIVE}
 
 def response_feedback_record(
     *, actor: Actor, user: User, response_id: str, rating: str, reason: str = "", response_text: str = "",
-    tool_name: str = "", tool_trace: Any = None, project: Project | None = None, session_id: str = "",
+    tool_name: str = "", tool_trace: Any = None, tags: list[str] | None = None, project: Project | None = None,
+    session_id: str = "",
 ) -> tuple[FeedbackEvent, int]:  # fmt: skip
     """Record a rating of one assistant response, and mark the learnings injected into its context
     as helped (up) or hurt (down). Returns the event and how many usages it judged."""
@@ -45,7 +46,7 @@ def response_feedback_record(
                 surface=(tool_name or "chat")[:50], subject_type="assistant_response", subject_id=response_id[:255],
                 reason_category=rating, free_text=reason,
                 after_snapshot={"response": response_text, "tool_trace": tool_trace},
-                metadata={"tool_name": tool_name[:100]},
+                metadata={"tool_name": tool_name[:100], "tags": [str(t)[:50] for t in (tags or [])][:20]},
             ),
         )  # fmt: skip
         judged = LearningUsage.objects.filter(

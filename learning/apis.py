@@ -53,6 +53,19 @@ def _project_for(request: Request, slug: str | None) -> Project | None:
 SURFACES = ("chat", "command", "task_generation", "search", "agent")
 
 
+def _project_of_user(user: User, slug: str | None) -> Project | None:
+    """A project the request's subject user belongs to (staff: any); whoever the caller is, the
+    context and the items shared are that user's."""
+    if not slug:
+        return None
+    project = project_get_by_slug(slug=slug)
+    if project is None:
+        raise ApplicationError(f"No project {slug!r}.", field="project")
+    if not user.is_staff and not user_is_project_member(user=user, project=project):
+        raise AccessDenied("The user is not a member of this project.", field="project")
+    return project
+
+
 class ContextOutputSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     preferences = serializers.ListField(child=serializers.DictField())
@@ -92,7 +105,7 @@ class MessageCreateApi(APIView):
             session_id=data["session_id"],
             content=data["content"],
             role=data["role"],
-            project=_project_for(request, data.get("project")),
+            project=_project_of_user(user, data.get("project")),
         )
         body = {"message_id": message.pk, "context": context.as_dict()}
         return Response(MessageOutputSerializer(body).data, status=status.HTTP_201_CREATED)
@@ -125,9 +138,7 @@ class ContextApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         user = subject_user(request)
-        project = _project_for(request, data.get("project"))
-        if project is not None and not user.is_staff and not user_is_project_member(user=user, project=project):
-            raise AccessDenied("The user is not a member of this project.", field="project")
+        project = _project_of_user(user, data.get("project"))
         scope = Scope(
             project_id=project.pk if project else None, surface=data["surface"], plugin=data.get("plugin", ""),
             command=data.get("command", ""), tool_name=data.get("tool", ""),
@@ -353,10 +364,11 @@ class CommandRunApi(APIView):
         serializer = CommandRunInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        user = subject_user(request)
         result = taste.command_run_record(
-            actor=Actor.from_request(request), user=subject_user(request), plugin=data["plugin"],
+            actor=Actor.from_request(request), user=user, plugin=data["plugin"],
             command=data["command"], output=data["output"], parameters=data["parameters"],
-            project=_project_for(request, data.get("project")), session_id=data.get("session_id", ""),
+            project=_project_of_user(user, data.get("project")), session_id=data.get("session_id", ""),
         )  # fmt: skip
         body = {"run_id": result.run_id, "applied": result.applied,
                 "notices": [notice(p.instruction) for p in result.applied]}  # fmt: skip
@@ -415,6 +427,7 @@ class ResponseFeedbackInputSerializer(StrictInputSerializer):
     )
     tool_name = StrictCharField(required=False, allow_blank=True, max_length=100)
     tool_trace = serializers.JSONField(required=False)
+    tags = serializers.ListField(child=StrictCharField(max_length=50), required=False, max_length=20)
     project = StrictCharField(required=False, allow_blank=True, max_length=100)
     session_id = StrictCharField(required=False, allow_blank=True, max_length=255)
 
@@ -434,11 +447,12 @@ class ResponseFeedbackApi(APIView):
         serializer = ResponseFeedbackInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        user = subject_user(request)
         event, judged = agent.response_feedback_record(
-            actor=Actor.from_request(request), user=subject_user(request), response_id=data["response_id"],
+            actor=Actor.from_request(request), user=user, response_id=data["response_id"],
             rating=data["rating"], reason=data.get("reason", ""), response_text=data.get("response_text", ""),
-            tool_name=data.get("tool_name", ""), tool_trace=data.get("tool_trace"),
-            project=_project_for(request, data.get("project")), session_id=data.get("session_id", ""),
+            tool_name=data.get("tool_name", ""), tool_trace=data.get("tool_trace"), tags=data.get("tags", []),
+            project=_project_of_user(user, data.get("project")), session_id=data.get("session_id", ""),
         )  # fmt: skip
         body = {"event_id": event.pk, "usages_judged": judged}
         return Response(ResponseFeedbackOutputSerializer(body).data, status=status.HTTP_201_CREATED)
@@ -475,7 +489,7 @@ class _ShareApi(APIView):
         serializer = ShareInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        project = _project_for(request, data.get("project"))
+        project = _project_of_user(user, data.get("project"))
         promotion, created = promotion_propose(
             actor=Actor.from_request(request), promotion_type="memory", subject_type=self.subject_type,
             subject_id=str(owned.pk), proposed_learning={"visibility": data["visibility"],

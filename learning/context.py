@@ -12,13 +12,14 @@ import math
 import re
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 
 from accounts.models import User
+from accounts.selectors import project_ids_for_user
 from learning.models import AgentLearning, LearnedWorkflow, LearningUsage, Memory, Preference, TastePattern
 from learning.safety import quoted
 
@@ -239,11 +240,17 @@ def context_build(
     """Everything learned that applies to this call, within ``CONTEXT_MAX_CHARS``: active
     preferences, the workflow the message matches, the taste patterns of the plugin/command (each
     with its notice), agent learnings scoped to the project and tool, the memories the user may see,
-    and, for task generation, up to three approved task examples. ``scope.project_id`` must be a
-    project the user belongs to (the API checks). With ``record``, each injection is recorded."""
+    and, for task generation, up to three approved task examples. ``scope.project_id`` counts only
+    for the project's members (and staff); for anyone else it is ignored. With ``record``, each
+    injection is recorded."""
     if not settings.REGGIE_PREFERENCE_LEARNING:
         return Context(enabled=False)
     scope = scope or Scope()
+    member = scope.project_id is None or user.is_staff
+    if not member and not project_ids_for_user(user=user).filter(project_id=scope.project_id).exists():
+        # Project memories, agent learnings and task examples reach the project's members only,
+        # whichever caller named the project (a service key acting for a user is not checked upstream).
+        scope = replace(scope, project_id=None)
     versions = cache.get_many([_version_key(user.pk), _EPOCH_KEY, _SHARED_KEY])
     ingredients = _ingredients(user, versions)
     shared = _shared_ingredients(versions.get(_SHARED_KEY, "0"))

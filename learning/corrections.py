@@ -26,7 +26,8 @@ _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _HEADING = re.compile(
     r"^\s*(?:#{1,6}\s+(?P<md>.+?)\s*#*\s*|\*\*(?P<bold>[^*]{1,60})\*\*:?|(?P<colon>[A-Z][^.!?:]{0,50}):)\s*$"
 )
-_CONTRACTION = re.compile(r"\b\w+'(?:s|t|re|ve|ll|d|m)\b", re.IGNORECASE)
+# Contractions (straight or curly apostrophe); a possessive 's is not one.
+_CONTRACTION = re.compile(r"\b\w+['’](?:t|re|ve|ll|d|m)\b|\b(?:it|that|there|what|he|she|let)['’]s\b", re.IGNORECASE)
 _CASUAL = re.compile(
     r"\b(?:hey|hi there|yeah|yep|nope|gonna|wanna|gotta|kinda|cheers|awesome|cool|super|lol|btw|thx|no worries)\b|!",
     re.IGNORECASE,

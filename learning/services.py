@@ -533,8 +533,9 @@ def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, p
             "This text reads like instructions to the assistant; it stays the owner's quoted preference.",
             field="subject_id",
         )
+    shared_in = project.slug if (project and visibility == Memory.Visibility.PROJECT) else None  # team: no project
     return {"owner": owner_id, "kind": kind, "content": content, "visibility": visibility,
-            "project": project.slug if project else None, "confidence": round(confidence, 3)}  # fmt: skip
+            "project": shared_in, "confidence": round(confidence, 3)}  # fmt: skip
 
 
 def _is_uuid(value: str) -> bool:
@@ -558,6 +559,18 @@ def memory_share_apply(*, promotion_id: uuid.UUID, learning: dict) -> Memory:
     project = Project.objects.filter(slug=learning["project"]).first() if learning.get("project") else None
     if learning.get("visibility") == Memory.Visibility.PROJECT and project is None:
         raise Conflict(f"Project {learning.get('project')!r} no longer exists.", field="project")
+    # The subject is checked again now: between proposal and review the owner may have withdrawn it
+    # (switched off, deleted, archived) or it may have decayed below the sharing threshold.
+    from promotions.models import LearningPromotion  # the ledger's destinations import this module
+
+    subject = LearningPromotion.objects.filter(pk=promotion_id).values("subject_type", "subject_id").first()
+    if subject is None:
+        raise Conflict("No such promotion.", field="promotion_id")
+    try:
+        memory_share_check(subject_type=subject["subject_type"], subject_id=subject["subject_id"],
+                           visibility=str(learning.get("visibility", "")), project=project)  # fmt: skip
+    except ApplicationError as exc:
+        raise Conflict(f"No longer shareable: {exc.message}", fields=exc.fields) from exc
     content = str(learning["content"])[:4000]
     digest = hashlib.sha256(" ".join(content.lower().split()).encode()).hexdigest()
     with transaction.atomic():

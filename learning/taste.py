@@ -26,9 +26,9 @@ from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import Project, User
-from config.exceptions import ApplicationError, NotFoundError
+from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, FeedbackEvent, Signal
-from feedback.services import EventInput, event_record
+from feedback.services import EventInput, _json_size, event_record
 from learning.context import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import TastePattern
@@ -71,8 +71,10 @@ def command_run_record(
 ) -> RunResult:  # fmt: skip
     """Record one run of a tool (``post_command``) and which taste patterns were applied to it."""
     plugin, command = _name(plugin, "plugin"), _name(command, "command")
-    if not isinstance(parameters or {}, dict):
+    if parameters is not None and not isinstance(parameters, dict):
         raise ApplicationError("parameters must be a JSON object.", field="parameters")
+    snapshot = {"output": output, "parameters": parameters or {}}
+    _snapshot_check(snapshot)
     applied = taste_patterns_applicable(user=user, plugin=plugin, command=command)
     run_id = str(uuid.uuid4())
     with transaction.atomic():
@@ -82,13 +84,22 @@ def command_run_record(
                 event_type="post_command", event_family=EventFamily.TOOL_ACTION, signal=Signal.COMPLETED,
                 user_id=user.pk, project_slug=project.slug if project else None, session_id=session_id[:255],
                 target_id=target_of(plugin, command), surface="command", subject_type="command_run",
-                subject_id=run_id, after_snapshot={"output": output, "parameters": parameters or {}},
+                subject_id=run_id, after_snapshot=snapshot,
                 metadata={"plugin": plugin, "command": command, "applied_patterns": [p.pk for p in applied]},
             ),
         )  # fmt: skip
         if applied:
             TastePattern.objects.filter(pk__in=[p.pk for p in applied]).update(last_applied_at=timezone.now())
     return RunResult(run_id=run_id, applied=applied)
+
+
+def _snapshot_check(snapshot: dict[str, Any]) -> None:
+    """The event stream caps a snapshot's stored size (as JSON); refuse a snapshot over the cap
+    here, naming the caller's field that fills it rather than the snapshot the caller never sent."""
+    limit = settings.FEEDBACK_MAX_SNAPSHOT_BYTES
+    if _json_size(snapshot) > limit:
+        name = max(snapshot, key=lambda key: _json_size(snapshot[key]))
+        raise ApplicationError(f"{name} is too large to store (over {limit} bytes as JSON).", field=name)
 
 
 def _name(value: str, field_name: str) -> str:
@@ -102,11 +113,11 @@ def _name(value: str, field_name: str) -> str:
 
 def _run_get(*, user: User, run_id: str) -> FeedbackEvent:
     try:
-        uuid.UUID(str(run_id))
+        run_id = str(uuid.UUID(str(run_id)))  # canonical: how command_run_record stored it
     except ValueError as exc:
         raise ApplicationError("run_id must be the id a recorded run returned.", field="run_id") from exc
     run = FeedbackEvent.objects.filter(
-        subject_type="command_run", subject_id=str(run_id), event_type="post_command", user=user
+        subject_type="command_run", subject_id=run_id, event_type="post_command", user=user
     ).first()
     if run is None:
         raise NotFoundError("No such run: record the post_command before its decision.", field="run_id")
@@ -125,7 +136,19 @@ def command_decision_record(
         raise ApplicationError("An edited decision needs the edited_output.", field="edited_output")
     if decision == "rerun" and not isinstance(parameters, dict):
         raise ApplicationError("A rerun needs the new parameters (a JSON object).", field="parameters")
+    after_snapshot: dict[str, Any] | None = None
+    if decision == "edited":
+        after_snapshot = {"edited_output": edited_output}
+    elif decision == "rerun":
+        after_snapshot = {"parameters": parameters}
+    if after_snapshot is not None:
+        _snapshot_check(after_snapshot)
     run = _run_get(user=user, run_id=run_id)
+    if FeedbackEvent.objects.filter(
+        subject_type="command_run", subject_id=run.subject_id, event_type="decision_point"
+    ).exists():
+        # One decision per output: what the user did with it. A second one would count twice.
+        raise Conflict("This run already has its decision; record a new run for a new output.", field="run_id")
     shown = run.after_snapshot or {}
     plugin, command = run.metadata["plugin"], run.metadata["command"]
     corrections: list[Correction] = []
@@ -143,8 +166,7 @@ def command_decision_record(
                 session_id=run.session_id, target_id=run.target_id, surface="command", subject_type="command_run",
                 subject_id=run.subject_id, reason_category=decision, free_text=reason[:10_000],
                 before_snapshot={"words": len(shown.get("output", "").split())},
-                after_snapshot={"edited_output": edited_output} if decision == "edited" else (
-                    {"parameters": parameters} if decision == "rerun" else None),
+                after_snapshot=after_snapshot,
                 metadata={"plugin": plugin, "command": command, "decision": decision,
                           "corrections": [c.as_dict() for c in corrections],
                           "applied_patterns": run.metadata.get("applied_patterns", [])},
@@ -157,6 +179,10 @@ def command_decision_record(
 
 
 def _overrides(pattern: TastePattern, decision: str, corrections: list[Correction]) -> bool:
+    if decision == "rerun" and pattern.correction_type == "parameter":
+        # A re-run overrides a parameter pattern only if it sets that parameter to something else.
+        key = pattern.direction.split("=")[0]
+        return any(c.direction.split("=")[0] == key and c.direction != pattern.direction for c in corrections)
     if decision in ("rejected", "rerun"):
         return True
     for correction in corrections:

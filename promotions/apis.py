@@ -174,7 +174,7 @@ class PromotionScanApi(APIView):
         serializer = ScanInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         wanted = serializer.validated_data["scanner"]
-        body = {}
+        body: dict[str, object] = {}
         if wanted in ("all", "retrieval"):
             body["retrieval"] = scanners.retrieval_scan(actor=actor)
         if wanted in ("all", "agent_learning"):

@@ -218,11 +218,19 @@ def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
         if str(event.pk) not in used
     ]  # fmt: skip
     report = AgentScanReport(thumbs_down=len(events))
+    already_flagged = set(
+        FeedbackEvent.objects.filter(
+            event_type="learned_text_flagged", subject_type="feedback_event",
+            subject_id__in=[str(e.pk) for e in events],
+        ).values_list("subject_id", flat=True)
+    )  # fmt: skip
     clean = []
     for event in events:
+        if str(event.pk) in already_flagged:
+            continue  # flagged by an earlier scan: left for review, not counted again
         if steering_reasons(event.free_text) or steering_reasons(_response_text(event)):
             report.flagged += 1
-            _flag(actor, event)
+            _flag(event)
         else:
             clean.append(event)
     if not clean:
@@ -285,7 +293,7 @@ def _prevention(members: list[FeedbackEvent]) -> dict[str, Any]:
         "title": f"{len(members)} thumbs-down on similar responses{where}"[:200],
         "prevention_prompt": prompt,
         "tool_name": tool,
-        "tags": sorted({e.reason_category for e in members if e.reason_category} - {"down"}),
+        "tags": sorted({str(tag) for e in members for tag in (e.metadata or {}).get("tags", [])})[:20],
         "evidence": [
             {"event": str(e.pk), "response_id": e.subject_id, "reason": e.free_text[:500],
              "response": _response_text(e)[:500], "tool_trace": (e.after_snapshot or {}).get("tool_trace")}
@@ -294,9 +302,11 @@ def _prevention(members: list[FeedbackEvent]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _flag(actor: Actor, event: FeedbackEvent) -> None:
+def _flag(event: FeedbackEvent) -> None:
+    # Written by the system whoever runs the scan: an admin's own actor may not write an event about
+    # another user, and one writer keeps the idempotency key meaning one flag per thumbs-down.
     event_record(
-        actor=actor,
+        actor=Actor.for_system(),
         data=EventInput(
             event_type="learned_text_flagged", event_family=EventFamily.ASSISTANT_RESPONSE,
             signal=Signal.NEEDS_REVIEW, user_id=event.user_id, surface="agent_learning_scan",
@@ -325,7 +335,15 @@ def task_example_scan(*, actor: Actor | None = None) -> TaskExampleScanReport:
     )
     report = TaskExampleScanReport()
     writer = writer_for("task_example")
-    proposals, titles = [], set()
+    # Titles of open candidates count as taken too, or every later scan would propose their duplicates.
+    titles: set[tuple[int | None, str]] = {
+        (project_id, " ".join(str(learning.get("title", "")).lower().split()))
+        for project_id, learning in LearningPromotion.objects.filter(
+            promotion_type="task_example", status__in=OPEN_STATUSES
+        ).values_list("project_id", "proposed_learning")
+        if isinstance(learning, dict)
+    }
+    proposals = []
     for feedback in eligible:
         report.eligible += 1
         try:

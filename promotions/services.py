@@ -178,10 +178,31 @@ def promotions_propose_bulk(
 def promotion_transition(
     *, actor: Actor, promotion_id: str, action: str, notes: str = "", superseded_by: str | None = None
 ) -> LearningPromotion:
-    """Move a promotion through the state machine under a row lock; an illegal move is a 409."""
+    """Move a promotion through the state machine under a row lock; an illegal move is a 409. If the
+    destination refuses (its row was deleted meanwhile), nothing changes, the 409 says why, and the
+    failed attempt is written to the audit trail."""
     if action not in TRANSITIONS or action == "expire":
         raise ApplicationError(f"Unknown action {action!r}.", field="action")
     reviewer = _require_reviewer(actor)
+    try:
+        return _transition(actor=actor, reviewer=reviewer, promotion_id=promotion_id, action=action, notes=notes,
+                           superseded_by=superseded_by)  # fmt: skip
+    except _DestinationFailed as failed:
+        promotion = LearningPromotion.objects.select_related("project").get(pk=failed.promotion_id)
+        _audit(promotion=promotion, action=action, actor=actor, before=promotion.status, notes=notes,
+               signal=Signal.FAILED, extra={"error": failed.error.message})  # fmt: skip
+        raise failed.error from None
+
+
+class _DestinationFailed(Exception):
+    def __init__(self, promotion_id: uuid.UUID, error: Conflict) -> None:
+        super().__init__(error.message)
+        self.promotion_id, self.error = promotion_id, error
+
+
+def _transition(
+    *, actor: Actor, reviewer: User, promotion_id: str, action: str, notes: str, superseded_by: str | None
+) -> LearningPromotion:
     sources, target, _ = TRANSITIONS[action]
     with transaction.atomic():
         promotion = (
@@ -199,25 +220,10 @@ def promotion_transition(
                 field="status",
             )
         now = timezone.now()
-        writer = writer_for(promotion.promotion_type)
-        extra: dict[str, Any] = {}
-        if action == "apply":
-            destination = writer.apply(promotion)
-            promotion.destination_table, promotion.destination_record_id = destination.table, destination.record_id
-            promotion.applied_at = now
-            extra = {"destination_table": destination.table, "destination_record_id": destination.record_id}
-        elif action == "pause":
-            writer.pause(promotion)
-        elif action == "resume":
-            writer.resume(promotion)
-        elif action == "supersede":
-            if superseded_by:
-                replacement = LearningPromotion.objects.filter(pk=superseded_by).first()
-                if replacement is None or replacement.pk == promotion.pk:
-                    raise ApplicationError("superseded_by must name another promotion.", field="superseded_by")
-                promotion.superseded_by = replacement
-                extra = {"superseded_by": str(replacement.pk)}
-            writer.retire(promotion)
+        try:
+            extra = _write_destination(promotion=promotion, action=action, superseded_by=superseded_by, now=now)
+        except Conflict as exc:
+            raise _DestinationFailed(promotion.pk, exc) from exc
         if action in ("approve", "reject"):
             promotion.reviewed_by, promotion.reviewed_at = reviewer, now
         if notes:
@@ -226,6 +232,33 @@ def promotion_transition(
         promotion.save()
         _audit(promotion=promotion, action=action, actor=actor, before=before, notes=notes, extra=extra)
     return promotion
+
+
+def _write_destination(
+    *, promotion: LearningPromotion, action: str, superseded_by: str | None, now: datetime
+) -> dict[str, Any]:
+    """What the action does to the promotion's destination (through its writer); the audit extras."""
+    writer = writer_for(promotion.promotion_type)
+    if action == "apply":
+        destination = writer.apply(promotion)
+        promotion.destination_table, promotion.destination_record_id = destination.table, destination.record_id
+        promotion.applied_at = now
+        return {"destination_table": destination.table, "destination_record_id": destination.record_id}
+    if action == "pause":
+        writer.pause(promotion)
+    elif action == "resume":
+        writer.resume(promotion)
+    elif action == "supersede":
+        extra = {}
+        if superseded_by:
+            replacement = LearningPromotion.objects.filter(pk=superseded_by).first()
+            if replacement is None or replacement.pk == promotion.pk:
+                raise ApplicationError("superseded_by must name another promotion.", field="superseded_by")
+            promotion.superseded_by = replacement
+            extra = {"superseded_by": str(replacement.pk)}
+        writer.retire(promotion)
+        return extra
+    return {}
 
 
 def promotions_expire(*, now: datetime | None = None) -> int:

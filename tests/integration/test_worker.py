@@ -63,3 +63,26 @@ def test_a_message_is_analysed_by_the_worker(real_broker):
         real_broker["log"].read_text()[-3000:]
     )
     assert ChatMessage.objects.get(pk=message_id).analyzed_at is not None
+
+
+def test_the_agent_learning_scan_runs_on_the_worker(real_broker):
+    """Two thumbs-down on alike responses, posted through the API; the worker's scan proposes one
+    prevention prompt with both as evidence."""
+    from promotions.models import LearningPromotion
+    from promotions.tasks import agent_learning_scan
+
+    user = UserFactory()
+    _, raw = api_key_create(owner=user, name="feedback")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    for response_id, text in (("r1", "The Q3 budget was 40k."), ("r2", "The Q3 budget is about 40k.")):
+        body = {"response_id": response_id, "rating": "down", "reason": "made up the budget figure",
+                "response_text": text, "tool_name": "finance"}  # fmt: skip
+        assert client.post("/api/v1/responses/feedback", body, format="json").status_code == 201
+    agent_learning_scan.delay()
+    assert wait_for(lambda: LearningPromotion.objects.filter(promotion_type="agent_learning").exists(), timeout=120), (
+        real_broker["log"].read_text()[-3000:]
+    )
+    promotion = LearningPromotion.objects.get(promotion_type="agent_learning")
+    assert len(promotion.source_event_ids) == 2
+    assert promotion.proposed_learning["tool_name"] == "finance"

@@ -132,6 +132,9 @@ def test_a_vanished_destination_is_a_clear_error_not_a_crash(world, candidate, g
     assert response.status_code == 409
     assert "no longer exists" in response.json()["error"]["message"]
     assert LearningPromotion.objects.get(pk=candidate.pk).status == "approved"
+    failed = FeedbackEvent.objects.filter(subject_id=str(candidate.pk), event_type="promotion_apply").get()
+    assert (failed.signal, failed.after_snapshot["status"]) == ("failed", "approved")
+    assert "no longer exists" in failed.after_snapshot["error"]
 
 
 def test_expiry_is_set_based_and_audited(world, candidate):
