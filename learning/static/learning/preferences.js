@@ -1,5 +1,6 @@
 // The preferences panel: lists what was learned, collects changes, applies them on "Save Changes".
-// Talks to the management API (/api/v1/preferences, /api/v1/workflows) with the session cookie.
+// Talks to the management API (/api/v1/preferences, /api/v1/workflows, /api/v1/taste-patterns) with the
+// session cookie. Learned text is only ever set as textContent.
 (function () {
   "use strict";
 
@@ -34,11 +35,12 @@
     const lists = {
       preferences: root.querySelector('[data-role="preferences"]'),
       workflows: root.querySelector('[data-role="workflows"]'),
+      taste: root.querySelector('[data-role="taste-patterns"]'),
     };
     const status = root.querySelector('[data-role="status"]');
     const errorBox = root.querySelector('[data-role="error"]');
     const form = root.querySelector('[data-role="add-form"]');
-    let state = { preferences: [], workflows: [], toggles: {}, removals: {}, additions: [] };
+    let state = { preferences: [], workflows: [], taste: [], toggles: {}, removals: {}, additions: [] };
 
     function showError(message) {
       errorBox.textContent = message || "";
@@ -67,6 +69,48 @@
       return li;
     }
 
+    function plural(count, word) { return count + " " + word + (count === 1 ? "" : "s"); }
+
+    const REJECTED_REASONS = { stopped_by_user: "stopped by you", overridden: "you overrode it several times in a row" };
+
+    // A taste pattern: stopping it is immediate (not one of the changes "Save Changes" applies).
+    function tasteRow(pattern) {
+      const target = pattern.plugin + " / " + (pattern.command || "all commands");
+      const detail = target + " · confidence " + Math.round(pattern.confidence * 100) + "% · " +
+        plural(pattern.observations, "observation") + " · " + plural(pattern.confirmations, "confirmation") + " · " +
+        plural(pattern.rejections, "rejection") +
+        (pattern.status === "rejected" && REJECTED_REASONS[pattern.rejected_reason]
+          ? " · " + REJECTED_REASONS[pattern.rejected_reason] : "");
+      const li = el("li", { "data-id": String(pattern.id), "data-kind": "taste", "data-status": pattern.status }, [
+        el("span", { className: "tag " + pattern.status, text: pattern.status }),
+        el("span", { className: "grow" }, [
+          el("span", { text: pattern.instruction }), el("br"), el("span", { className: "muted", text: detail }),
+        ]),
+      ]);
+      if (pattern.status === "rejected") {
+        li.classList.add("stopped");
+        return li;
+      }
+      const stop = el("button", { type: "button", className: "link", text: "Stop applying",
+                                   "aria-label": "Stop applying " + pattern.instruction });
+      stop.addEventListener("click", async () => {
+        stop.disabled = true;
+        showError("");
+        try {
+          const stopped = await api(base, "taste-patterns/" + encodeURIComponent(pattern.id) + "/stop", { method: "POST" });
+          state.taste = state.taste.map((p) => (p.id === stopped.id ? stopped : p));
+          render();
+          // Unsaved changes keep their count; "Save Changes" is still needed for those.
+          status.textContent = status.textContent ? status.textContent + " · stopped applying it" : "Stopped applying it";
+        } catch (error) {
+          stop.disabled = false;
+          showError(error.message);
+        }
+      });
+      li.appendChild(stop);
+      return li;
+    }
+
     function render() {
       lists.preferences.replaceChildren();
       const prefs = state.preferences.concat(state.additions.map((a, i) => Object.assign({ id: "new" + i, active: true, pending: true }, a)));
@@ -89,13 +133,20 @@
       state.workflows.forEach((w) => {
         lists.workflows.appendChild(row("workflow", w, w.workflow_name, "used " + w.times_detected + "x · " + w.trigger_pattern));
       });
+      if (lists.taste) {
+        lists.taste.replaceChildren();
+        if (!state.taste.length) lists.taste.appendChild(el("li", { className: "muted", text: "Nothing learned from your edits yet." }));
+        state.taste.forEach((p) => lists.taste.appendChild(tasteRow(p)));
+      }
       const pending = Object.keys(state.toggles).length + Object.keys(state.removals).length + state.additions.length;
       status.textContent = pending ? pending + " unsaved change" + (pending > 1 ? "s" : "") : "";
     }
 
     function load() {
-      return Promise.all([api(base, "preferences"), api(base, "workflows")]).then(([p, w]) => {
-        state = { preferences: p.preferences, workflows: w.workflows, toggles: {}, removals: {}, additions: [] };
+      const taste = lists.taste ? api(base, "taste-patterns") : Promise.resolve({ taste_patterns: [] });
+      return Promise.all([api(base, "preferences"), api(base, "workflows"), taste]).then(([p, w, t]) => {
+        state = { preferences: p.preferences, workflows: w.workflows, taste: t.taste_patterns,
+                  toggles: {}, removals: {}, additions: [] };
         render();
       }).catch((error) => showError(error.message));
     }
