@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness import scratch_environment
+from harness import django_in_scratch
 
 TOPICS = [
     "quarterly sales report", "weekly standup notes", "customer renewal email", "overdue invoice reminder",
@@ -72,19 +72,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     args = parser.parse_args()
 
-    env = scratch_environment(args.pg, args.database)
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL",
-                                           "SECURE_SSL_REDIRECT", "LOG_LEVEL")})  # fmt: skip
-    os.environ["CACHE_URL"] = args.cache
-    import django
-
-    django.setup()
-    from learning.context import context_invalidate_all, context_invalidate_shared
-
-    # The database is new but the cache is not: an earlier run's users had the same ids. New epoch
-    # and shared versions make every cached context ingredient of before unreachable.
-    context_invalidate_all()
-    context_invalidate_shared()
+    django_in_scratch(args.pg, args.database, cache=args.cache)
     from django.conf import settings
     from django.db.models import Q
     from django.test import Client

@@ -49,6 +49,24 @@ def scratch_environment(pg: str, database: str, broker: str | None = None) -> di
     return env
 
 
+def django_in_scratch(pg: str, database: str, *, cache: str | None = None) -> None:
+    """Run this process's Django on a new scratch database (production settings), optionally with a
+    shared cache. A reused cache may hold an earlier run's context for the same user ids: new
+    context generations make it unreachable."""
+    env = scratch_environment(pg, database)
+    keys = ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "SECURE_SSL_REDIRECT", "LOG_LEVEL")
+    os.environ.update({key: env[key] for key in keys})
+    if cache:
+        os.environ["CACHE_URL"] = cache
+    import django
+
+    django.setup()
+    from learning.context import context_invalidate_all, context_invalidate_shared
+
+    context_invalidate_all()
+    context_invalidate_shared()
+
+
 def service_key(env: dict) -> str:
     return sh([PY, "manage.py", "create_api_key", "--user", "bench", "--service", "--name", "bench"], env).split()[-1]
 

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import secrets
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness import scratch_environment
+from harness import django_in_scratch
 
 DRAFT = (
     "Dear Ms Jones,\n\nThank you for your message of last week about the quarterly review. "
@@ -215,19 +214,7 @@ def main() -> None:
     parser.add_argument("--cache", default="redis://127.0.0.1:6379/13")
     args = parser.parse_args()
 
-    env = scratch_environment(args.pg, args.database)
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL",
-                                           "SECURE_SSL_REDIRECT", "LOG_LEVEL")})  # fmt: skip
-    os.environ["CACHE_URL"] = args.cache
-    import django
-
-    django.setup()
-    from learning.context import context_invalidate_all, context_invalidate_shared
-
-    # The database is new but the cache is not: an earlier run's users had the same ids. New epoch
-    # and shared versions make every cached context ingredient of before unreachable.
-    context_invalidate_all()
-    context_invalidate_shared()
+    django_in_scratch(args.pg, args.database, cache=args.cache)
     from accounts.models import User
     from accounts.services import api_key_create, project_ensure, project_member_add, user_ensure
 
