@@ -8,7 +8,7 @@ import threading
 
 from cachetools import TTLCache
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.actors import Actor
 from accounts.models import ApiKey, Project, ProjectMembership, User
@@ -105,6 +105,12 @@ def project_list(*, actor: Actor) -> QuerySet[Project]:
 
 def project_get_by_slug(*, slug: str) -> Project | None:
     return Project.objects.filter(slug=slug).first()
+
+
+def project_get_for_member(*, slug: str, user: User) -> Project | None:
+    """The project, with ``is_member`` telling whether ``user`` belongs to it (one query)."""
+    membership = ProjectMembership.objects.filter(project=OuterRef("pk"), user=user)
+    return Project.objects.filter(slug=slug).annotate(is_member=Exists(membership)).first()
 
 
 def project_ids_for_user(*, user: User) -> QuerySet:

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from accounts.models import Project, User
-from accounts.selectors import project_get_by_slug, user_is_project_member
+from accounts.selectors import project_get_by_slug, project_get_for_member, user_is_project_member
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
 from learning import agent, selectors, services, taste
@@ -58,10 +58,10 @@ def _project_of_user(user: User, slug: str | None) -> Project | None:
     context and the items shared are that user's."""
     if not slug:
         return None
-    project = project_get_by_slug(slug=slug)
+    project = project_get_for_member(slug=slug, user=user)
     if project is None:
         raise ApplicationError(f"No project {slug!r}.", field="project")
-    if not user.is_staff and not user_is_project_member(user=user, project=project):
+    if not user.is_staff and not getattr(project, "is_member", False):
         raise AccessDenied("The user is not a member of this project.", field="project")
     return project
 

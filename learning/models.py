@@ -304,8 +304,11 @@ class LearningUsage(models.Model):
     learning = models.ForeignKey(AgentLearning, null=True, blank=True, on_delete=models.CASCADE, related_name="usages")
     item_type = models.CharField(max_length=32)
     item_id = models.CharField(max_length=64)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # Written on every context: no index of its own beyond what its reads need (by response, by item).
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    project = models.ForeignKey(
+        "accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     surface = models.CharField(max_length=50, blank=True, default="")
     plugin = models.CharField(max_length=100, blank=True, default="")
     command = models.CharField(max_length=100, blank=True, default="")

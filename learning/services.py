@@ -82,15 +82,16 @@ def message_observe(
                 ChatMessage.objects.filter(pk=message.pk).update(
                     analyzed_at=timezone.now(), analysis={"skipped": "preference learning is off"}
                 )
-    if role == ChatMessage.Role.USER and STOP_PHRASE.search(content):
-        taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
-    context = context_build(
-        user=user,
-        message=content if role == ChatMessage.Role.USER else None,
-        scope=Scope(project_id=project.pk if project else None),
-        response_id=str(message.pk),
-        record=True,
-    )
+            if STOP_PHRASE.search(content):
+                taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
+        # In the same transaction: the injections are recorded with the message, at one commit.
+        context = context_build(
+            user=user,
+            message=content if role == ChatMessage.Role.USER else None,
+            scope=Scope(project_id=project.pk if project else None),
+            response_id=str(message.pk),
+            record=True,
+        )
     return message, context
 
 
