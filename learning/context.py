@@ -143,7 +143,16 @@ def context_invalidate_all() -> None:
 
 def context_invalidate_shared() -> None:
     """After a shared learning was applied, paused, resumed or retired."""
+    global _shared_memo
+    _shared_memo = None
     cache.set(_SHARED_KEY, uuid.uuid4().hex, timeout=None)
+
+
+def _shared_version_start() -> str:
+    """A cache without a shared version (new, or flushed) gets a fresh one, never a default that a
+    process may remember from before."""
+    cache.add(_SHARED_KEY, uuid.uuid4().hex, timeout=None)
+    return cache.get(_SHARED_KEY) or uuid.uuid4().hex
 
 
 def _ingredients(user: User, versions: dict[str, str]) -> dict[str, Any]:
@@ -187,11 +196,22 @@ def _ingredients(user: User, versions: dict[str, str]) -> dict[str, Any]:
     return ingredients
 
 
+# The shared ingredients of the current shared version, kept in this process too: the version
+# itself is read from the cache on every call, so a change elsewhere is seen at once, and the
+# blob (every shared learning) is not fetched and unpickled again for each request.
+_shared_memo: tuple[str, dict[str, Any]] | None = None
+
+
 def _shared_ingredients(version: str) -> dict[str, Any]:
     """Every active shared learning, once for all users (scoped per request in memory)."""
+    global _shared_memo
+    memo = _shared_memo
+    if memo is not None and memo[0] == version:
+        return memo[1]
     key = f"learning:context-shared:{version}"
     cached = cache.get(key)
     if cached is not None:
+        _shared_memo = (version, cached)
         return cached
     from feedback.models import TaskFeedback  # the feedback app owns rated tasks
 
@@ -219,6 +239,7 @@ def _shared_ingredients(version: str) -> dict[str, Any]:
         ],
     }  # fmt: skip
     cache.set(key, shared, timeout=settings.CONTEXT_CACHE_SECONDS)
+    _shared_memo = (version, shared)
     return shared
 
 
@@ -256,7 +277,7 @@ def context_build(
         # whoever named the project. (The APIs refuse a non-member first, on live membership; this
         # second line reads the membership cached with the user's ingredients.)
         scope = replace(scope, project_id=None)
-    shared = _shared_ingredients(versions.get(_SHARED_KEY, "0"))
+    shared = _shared_ingredients(versions.get(_SHARED_KEY) or _shared_version_start())
     context = Context(preferences=list(ingredients["preferences"]))
     best = settings.WORKFLOW_CONTEXT_MIN_SIMILARITY
     workflow = None
