@@ -137,6 +137,15 @@ def _json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), default=str).encode())
 
 
+def snapshot_fields_check(fields: dict[str, Any]) -> None:
+    """For services that build a snapshot from several caller fields: refuse one that the stream
+    would refuse (over FEEDBACK_MAX_SNAPSHOT_BYTES as JSON), naming the caller's largest field."""
+    limit = settings.FEEDBACK_MAX_SNAPSHOT_BYTES
+    if _json_size(fields) > limit:
+        name = max(fields, key=lambda key: _json_size(fields[key]))
+        raise ApplicationError(f"{name} is too large to store (over {limit} bytes as JSON).", field=name)
+
+
 def _build_event(actor: Actor, data: EventInput, lookups: _Lookups) -> FeedbackEvent:
     """Check one input against the design's rules and return the unsaved event."""
     if data.event_family not in EventFamily.values:

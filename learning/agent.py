@@ -17,7 +17,7 @@ from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
 from feedback.models import EventFamily, FeedbackEvent, Signal
-from feedback.services import EventInput, event_record
+from feedback.services import EventInput, event_record, snapshot_fields_check
 from learning.context import context_invalidate_shared
 from learning.models import AgentLearning, LearningUsage
 from learning.safety import steering_reasons
@@ -37,6 +37,7 @@ def response_feedback_record(
     response_id = (response_id or "").strip()
     if not response_id:
         raise ApplicationError("response_id must not be empty.", field="response_id")
+    snapshot_fields_check({"response_text": response_text, "tool_trace": tool_trace})
     with transaction.atomic():
         written = event_record(
             actor=actor,

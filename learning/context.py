@@ -272,10 +272,15 @@ def context_build(
     scope = scope or Scope()
     versions = cache.get_many([_version_key(user.pk), _EPOCH_KEY, _SHARED_KEY])
     ingredients = _ingredients(user, versions)
-    if scope.project_id is not None and not user.is_staff and scope.project_id not in ingredients["project_ids"]:
+    if (
+        scope.project_id is not None
+        and not user.is_staff
+        and scope.project_id not in ingredients["project_ids"]
+        and not project_ids_for_user(user=user).filter(project_id=scope.project_id).exists()
+    ):
         # Project memories, agent learnings and task examples reach the project's members only,
-        # whoever named the project. (The APIs refuse a non-member first, on live membership; this
-        # second line reads the membership cached with the user's ingredients.)
+        # whoever named the project. Members are found in the cached ingredients; a project not
+        # there is checked live (a member added since the cache was filled), so nobody waits for it.
         scope = replace(scope, project_id=None)
     shared = _shared_ingredients(versions.get(_SHARED_KEY) or _shared_version_start())
     context = Context(preferences=list(ingredients["preferences"]))

@@ -23,9 +23,11 @@ TONE_CHANGE = 2
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_HEADING = re.compile(
-    r"^\s*(?:#{1,6}\s+(?P<md>.+?)\s*#*\s*|\*\*(?P<bold>[^*]{1,60})\*\*:?|(?P<colon>[A-Z][^.!?:]{0,50}):)\s*$"
-)
+# Headings: "# Title" (markdown), "**Title**" or "**Title**:" (bold line), "Title:" (a short line
+# ending in a colon). Matched on the stripped line, with no stacked quantifiers (no backtracking).
+_MD_HEADING = re.compile(r"#{1,6}\s+(?P<text>.+)")
+_BOLD_HEADING = re.compile(r"\*\*(?P<text>[^*]{1,60})\*\*:?")
+_COLON_HEADING = re.compile(r"(?P<text>[A-Z][^.!?:]{0,50}):")
 # Contractions (straight or curly apostrophe); a possessive 's is not one.
 _CONTRACTION = re.compile(r"\b\w+['’](?:t|re|ve|ll|d|m)\b|\b(?:it|that|there|what|he|she|let)['’]s\b", re.IGNORECASE)
 _CASUAL = re.compile(
@@ -77,9 +79,10 @@ def _layout(text: str) -> str:
 def _sections(text: str) -> list[str]:
     found = []
     for line in text.splitlines():
-        match = _HEADING.match(line)
+        line = line.strip()
+        match = _MD_HEADING.fullmatch(line) or _BOLD_HEADING.fullmatch(line) or _COLON_HEADING.fullmatch(line)
         if match:
-            label = _label(match.group("md") or match.group("bold") or match.group("colon") or "")
+            label = _label(match.group("text").rstrip("#").strip())
             if label and label not in found:
                 found.append(label)
     return found
@@ -143,3 +146,11 @@ def parameter_changes(before: dict[str, Any], after: dict[str, Any]) -> list[Cor
                 Correction("parameter", f"{str(key)[:40]}={value}", {"from": before.get(key), "to": after[key]})
             )
     return found
+
+
+def _short(value: Any) -> Any:
+    """A parameter value as evidence: scalars as they are, anything long as a cut string."""
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    text = value if isinstance(value, str) else str(value)
+    return text[:200]

@@ -40,7 +40,7 @@ from learning.context import (
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
 from learning.safety import steering_reasons
 from learning.selectors import pattern_window, recent_messages
-from learning.taste import STOP_PHRASE, taste_pattern_stop
+from learning.taste import asks_to_stop, taste_pattern_stop
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def message_observe(
                 ChatMessage.objects.filter(pk=message.pk).update(
                     analyzed_at=timezone.now(), analysis={"skipped": "preference learning is off"}
                 )
-            if STOP_PHRASE.search(content):
+            if asks_to_stop(content):
                 taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
         # In the same transaction: the injections are recorded with the message, at one commit.
         context = context_build(

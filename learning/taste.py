@@ -18,6 +18,7 @@ import re
 import statistics
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,7 +29,7 @@ from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, FeedbackEvent, Signal
-from feedback.services import EventInput, _json_size, event_record
+from feedback.services import EventInput, event_record, snapshot_fields_check
 from learning.context import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import TastePattern
@@ -42,7 +43,13 @@ _SIGNAL = {
     "rerun": Signal.NEGATIVE,
 }
 _OPPOSITE = {"shorter": "longer", "longer": "shorter", "more_formal": "more_casual", "more_casual": "more_formal"}
-STOP_PHRASE = re.compile(r"\b(?:stop|quit|don'?t keep|do not keep) applying (?:this|that|it)\b", re.IGNORECASE)
+_STOP_PHRASE = re.compile(r"\b(?:stop|quit|don'?t keep|do not keep) applying (?:this|that|it)\b", re.IGNORECASE)
+_NEGATED_STOP = re.compile(r"\b(?:don'?t|do not|never|not)\s+(?:stop|quit)\s+applying\b", re.IGNORECASE)
+
+
+def asks_to_stop(message: str) -> bool:
+    """Does a chat message say "stop applying this" (and not "don't stop applying this")?"""
+    return bool(_STOP_PHRASE.search(message)) and not _NEGATED_STOP.search(message)
 
 
 def target_of(plugin: str, command: str) -> str:
@@ -74,7 +81,7 @@ def command_run_record(
     if parameters is not None and not isinstance(parameters, dict):
         raise ApplicationError("parameters must be a JSON object.", field="parameters")
     snapshot = {"output": output, "parameters": parameters or {}}
-    _snapshot_check(snapshot)
+    snapshot_fields_check(snapshot)
     applied = taste_patterns_applicable(user=user, plugin=plugin, command=command)
     run_id = str(uuid.uuid4())
     with transaction.atomic():
@@ -91,15 +98,6 @@ def command_run_record(
         if applied:
             TastePattern.objects.filter(pk__in=[p.pk for p in applied]).update(last_applied_at=timezone.now())
     return RunResult(run_id=run_id, applied=applied)
-
-
-def _snapshot_check(snapshot: dict[str, Any]) -> None:
-    """The event stream caps a snapshot's stored size (as JSON); refuse a snapshot over the cap
-    here, naming the caller's field that fills it rather than the snapshot the caller never sent."""
-    limit = settings.FEEDBACK_MAX_SNAPSHOT_BYTES
-    if _json_size(snapshot) > limit:
-        name = max(snapshot, key=lambda key: _json_size(snapshot[key]))
-        raise ApplicationError(f"{name} is too large to store (over {limit} bytes as JSON).", field=name)
 
 
 def _name(value: str, field_name: str) -> str:
@@ -119,9 +117,23 @@ def _run_get(*, user: User, run_id: str) -> FeedbackEvent:
     run = FeedbackEvent.objects.filter(
         subject_type="command_run", subject_id=run_id, event_type="post_command", user=user
     ).first()
-    if run is None:
+    if run is None or not _is_run(run):
+        # A post_command written some other way (the generic events API) is not a run we recorded.
         raise NotFoundError("No such run: record the post_command before its decision.", field="run_id")
     return run
+
+
+def _is_run(run: FeedbackEvent) -> bool:
+    """The shape command_run_record writes: metadata with plugin, command and applied pattern ids,
+    and an output text with its parameters."""
+    meta, shown = run.metadata, run.after_snapshot
+    return (
+        isinstance(meta, dict) and isinstance(meta.get("plugin"), str) and isinstance(meta.get("command"), str)
+        and isinstance(meta.get("applied_patterns", []), list)
+        and all(isinstance(pk, int) for pk in meta.get("applied_patterns", []))
+        and isinstance(shown, dict) and isinstance(shown.get("output"), str)
+        and isinstance(shown.get("parameters", {}), dict)
+    )  # fmt: skip
 
 
 def command_decision_record(
@@ -142,14 +154,9 @@ def command_decision_record(
     elif decision == "rerun":
         after_snapshot = {"parameters": parameters}
     if after_snapshot is not None:
-        _snapshot_check(after_snapshot)
+        snapshot_fields_check(after_snapshot)
     run = _run_get(user=user, run_id=run_id)
-    if FeedbackEvent.objects.filter(
-        subject_type="command_run", subject_id=run.subject_id, event_type="decision_point"
-    ).exists():
-        # One decision per output: what the user did with it. A second one would count twice.
-        raise Conflict("This run already has its decision; record a new run for a new output.", field="run_id")
-    shown = run.after_snapshot or {}
+    shown: dict[str, Any] = run.after_snapshot or {}  # its shape is checked by _run_get
     plugin, command = run.metadata["plugin"], run.metadata["command"]
     corrections: list[Correction] = []
     if decision == "edited":
@@ -158,6 +165,13 @@ def command_decision_record(
         corrections = parameter_changes(shown.get("parameters") or {}, parameters or {})
     result = DecisionResult(decision=decision, corrections=corrections)
     with transaction.atomic():
+        # One decision per output (what the user did with it); the run's row lock makes a retried
+        # or concurrent second request wait and then see the first, so nothing counts twice.
+        FeedbackEvent.objects.select_for_update().filter(pk=run.pk).first()
+        if FeedbackEvent.objects.filter(
+            subject_type="command_run", subject_id=run.subject_id, event_type="decision_point"
+        ).exists():
+            raise Conflict("This run already has its decision; record a new run for a new output.", field="run_id")
         event_record(
             actor=actor,
             data=EventInput(
@@ -252,7 +266,16 @@ def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TasteP
     )
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for metadata in recent:
-        for correction in {(c["type"], c["direction"]): c for c in metadata.get("corrections", [])}.values():
+        found = metadata.get("corrections", []) if isinstance(metadata, dict) else []
+        well_formed = [
+            c
+            for c in found
+            if isinstance(c, dict)
+            and isinstance(c.get("type"), str)
+            and isinstance(c.get("direction"), str)
+            and isinstance(c.get("detail"), dict)
+        ]  # fmt: skip  (decision events written by other means are skipped)
+        for correction in {(c["type"], c["direction"]): c for c in well_formed}.values():
             seen.setdefault((correction["type"], correction["direction"]), []).append(correction["detail"])
     changed = []
     for (kind, direction), details in seen.items():
@@ -336,7 +359,8 @@ def distill(
 
 
 def taste_pattern_stop(*, user: User, pattern_id: int | None = None) -> TastePattern | None:
-    """ "Stop applying this": reject a pattern (by id, or the last one applied to the user's runs)."""
+    """ "Stop applying this": reject a pattern (by id, or the one applied last to the user's runs,
+    within the last day: "this" is something the user just saw)."""
     with transaction.atomic():
         qs = TastePattern.objects.select_for_update().filter(user=user)
         if pattern_id is not None:
@@ -346,7 +370,7 @@ def taste_pattern_stop(*, user: User, pattern_id: int | None = None) -> TastePat
         else:
             pattern = (
                 qs.exclude(status=TastePattern.Status.REJECTED)
-                .filter(last_applied_at__isnull=False)
+                .filter(last_applied_at__gte=timezone.now() - timedelta(days=1))
                 .order_by("-last_applied_at")
                 .first()
             )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.db import transaction
+from django.db.models import Q
 
 from accounts.actors import Actor
 from accounts.models import Project
@@ -49,14 +50,63 @@ class DestinationWriter(Protocol):
     def retire(self, promotion: LearningPromotion) -> None: ...
 
 
-def _task_title(snapshot: dict[str, Any]) -> str:
-    return " ".join(str(snapshot.get("title", "")).lower().split())
+def task_title(value: Any) -> str:
+    """A task's title as compared for duplicates (case and spacing ignored)."""
+    title = value.get("title", "") if isinstance(value, dict) else value
+    return " ".join(str(title).lower().split())
+
+
+def task_example_titles_taken(*, project_ids: set[int | None]) -> set[tuple[int | None, str]]:
+    """(project, title) of the examples already promoted and of the open task-example candidates,
+    in these projects: a task with one of these titles would be a duplicate. Two queries."""
+    from promotions.models import OPEN_STATUSES
+
+    promoted = TaskFeedback.objects.filter(promoted=True).filter(
+        Q(project_id__in=[p for p in project_ids if p is not None])
+        | (Q(project__isnull=True) if None in project_ids else Q(pk__in=[]))
+    )
+    taken: set[tuple[int | None, str]] = {
+        (project_id, task_title(snapshot))
+        for project_id, snapshot in promoted.values_list("project_id", "task_snapshot")
+    }
+    open_candidates = LearningPromotion.objects.filter(promotion_type="task_example", status__in=OPEN_STATUSES)
+    taken |= {
+        (project_id, task_title(learning))
+        for project_id, learning in open_candidates.values_list("project_id", "proposed_learning")
+        if project_id in project_ids
+    }
+    return taken
+
+
+def task_example_learning(
+    feedback: TaskFeedback, *, actor: Actor, taken: set[tuple[int | None, str]], learning: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The proposed learning of a rated task as an example, or an ApplicationError saying why it
+    cannot be one: rated good, complete, completed (or proposed by an admin), not steering, and
+    not a duplicate of a title in ``taken``."""
+    if feedback.rating != TaskFeedback.Rating.GOOD:
+        raise ApplicationError("Only tasks rated good can become examples.", field="subject_id")
+    snapshot = feedback.task_snapshot if isinstance(feedback.task_snapshot, dict) else {}
+    title, description = str(snapshot.get("title", "")).strip(), str(snapshot.get("description", "")).strip()
+    if not title or not description:
+        raise ApplicationError("Only complete tasks (a title and a description) become examples.",
+                               field="subject_id")  # fmt: skip
+    if not feedback.completed and not actor.is_admin:
+        raise ApplicationError("A task nobody completed becomes an example only if an admin proposes it.",
+                               field="subject_id")  # fmt: skip
+    if steering_reasons(f"{title} {description}"):
+        raise ApplicationError("This task reads like instructions to the assistant; it is never an example.",
+                               field="subject_id")  # fmt: skip
+    if (feedback.project_id, task_title(title)) in taken:
+        raise ApplicationError("An example (or a candidate) with this title already exists.", field="subject_id")
+    # What the reviewer sees is what will be injected: the task's own text, not the proposer's.
+    return {**(learning or {}), "title": title[:300], "description": description[:2000],
+            "completed": feedback.completed, "reason": feedback.reason[:500]}  # fmt: skip
 
 
 class TaskExampleWriter:
-    """A well-rated generated task becomes an example that future task generation is shown. It
-    must be rated good, complete (a title and a description), not a duplicate of an example, and
-    completed by its user or proposed by an admin."""
+    """A well-rated generated task becomes an example that future task generation is shown (see
+    task_example_learning for what qualifies)."""
 
     subject_types: tuple[str, ...] = ("task_feedback",)
 
@@ -68,26 +118,10 @@ class TaskExampleWriter:
         feedback = TaskFeedback.objects.filter(pk=subject_id).first()
         if feedback is None:
             raise ApplicationError(f"No rated task {subject_id}.", field="subject_id")
-        if feedback.rating != TaskFeedback.Rating.GOOD:
-            raise ApplicationError("Only tasks rated good can become examples.", field="subject_id")
-        snapshot = feedback.task_snapshot if isinstance(feedback.task_snapshot, dict) else {}
-        title, description = str(snapshot.get("title", "")).strip(), str(snapshot.get("description", "")).strip()
-        if not title or not description:
-            raise ApplicationError("Only complete tasks (a title and a description) become examples.",
-                                   field="subject_id")  # fmt: skip
-        if not feedback.completed and not actor.is_admin:
-            raise ApplicationError("A task nobody completed becomes an example only if an admin proposes it.",
-                                   field="subject_id")  # fmt: skip
-        if steering_reasons(f"{title} {description}"):
-            raise ApplicationError("This task reads like instructions to the assistant; it is never an example.",
-                                   field="subject_id")  # fmt: skip
-        duplicates = TaskFeedback.objects.filter(promoted=True, project=feedback.project).exclude(pk=feedback.pk)
-        if any(
-            _task_title(other) == _task_title(snapshot) for other in duplicates.values_list("task_snapshot", flat=True)
-        ):
-            raise ApplicationError("An example with this title already exists.", field="subject_id")
-        return {"title": title[:300], "description": description[:2000], "completed": feedback.completed,
-                "reason": feedback.reason[:500], **learning}  # fmt: skip
+        taken = task_example_titles_taken(project_ids={feedback.project_id})
+        if feedback.promoted:
+            taken.discard((feedback.project_id, task_title(feedback.task_snapshot)))  # itself (paused and resumed)
+        return task_example_learning(feedback, actor=actor, taken=taken, learning=learning)
 
     def apply(self, promotion: LearningPromotion) -> Destination:
         feedback = task_feedback_set_promoted(feedback_id=promotion.subject_id, promoted=True)
@@ -139,6 +173,8 @@ class MemoryWriter:
 
     def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
         project = None
+        if not isinstance(learning.get("project") or "", str) or not isinstance(learning.get("visibility", ""), str):
+            raise ApplicationError("project and visibility must be text.", field="proposed_learning")
         if learning.get("project"):
             project = Project.objects.filter(slug=learning["project"]).first()
             if project is None:
@@ -177,8 +213,13 @@ class AgentLearningWriter:
             ) from exc
         if not FeedbackEvent.objects.filter(pk=subject_id, event_type="response_feedback").exists():
             raise ApplicationError(f"No response feedback {subject_id}.", field="subject_id")
-        if not learning.get("prevention_prompt"):
-            raise ApplicationError("An agent learning needs a prevention_prompt.", field="proposed_learning")
+        if not isinstance(learning.get("prevention_prompt"), str) or not learning["prevention_prompt"].strip():
+            raise ApplicationError("An agent learning needs a prevention_prompt (text).", field="proposed_learning")
+        tags = learning.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+            raise ApplicationError("tags must be a list of strings.", field="proposed_learning")
+        if not all(isinstance(learning.get(key, ""), str) for key in ("title", "tool_name")):
+            raise ApplicationError("title and tool_name must be text.", field="proposed_learning")
         if steering_reasons(str(learning["prevention_prompt"])):
             raise ApplicationError("The prevention prompt reads like instructions from a user.",
                                    field="proposed_learning")  # fmt: skip

@@ -34,7 +34,7 @@ from config.exceptions import ApplicationError
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
 from feedback.services import EventInput, event_record
 from learning.safety import quoted, steering_reasons
-from promotions.destinations import writer_for
+from promotions.destinations import task_example_learning, task_example_titles_taken, task_title
 from promotions.models import OPEN_STATUSES, LearningPromotion
 from promotions.services import Proposal, promotions_propose_bulk
 from retrieval.models import RetrievalFeedback
@@ -270,13 +270,25 @@ def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
     return report
 
 
+# Thumbs-down may also reach the stream through the generic events API, in any shape: these
+# readers take only what they can use, and never fail on the rest.
+def _snapshot(event: FeedbackEvent) -> dict[str, Any]:
+    return event.after_snapshot if isinstance(event.after_snapshot, dict) else {}
+
+
 def _response_text(event: FeedbackEvent) -> str:
-    snapshot = event.after_snapshot if isinstance(event.after_snapshot, dict) else {}
-    return str(snapshot.get("response") or "")
+    return str(_snapshot(event).get("response") or "")
 
 
 def _tool(event: FeedbackEvent) -> str:
-    return str((event.metadata or {}).get("tool_name") or "")
+    metadata = event.metadata if isinstance(event.metadata, dict) else {}
+    return str(metadata.get("tool_name") or "")[:100]
+
+
+def _tags(event: FeedbackEvent) -> list[str]:
+    metadata = event.metadata if isinstance(event.metadata, dict) else {}
+    tags = metadata.get("tags")
+    return [str(tag)[:50] for tag in tags] if isinstance(tags, list) else []
 
 
 def _prevention(members: list[FeedbackEvent]) -> dict[str, Any]:
@@ -293,10 +305,10 @@ def _prevention(members: list[FeedbackEvent]) -> dict[str, Any]:
         "title": f"{len(members)} thumbs-down on similar responses{where}"[:200],
         "prevention_prompt": prompt,
         "tool_name": tool,
-        "tags": sorted({str(tag) for e in members for tag in (e.metadata or {}).get("tags", [])})[:20],
+        "tags": sorted({tag for e in members for tag in _tags(e)})[:20],
         "evidence": [
             {"event": str(e.pk), "response_id": e.subject_id, "reason": e.free_text[:500],
-             "response": _response_text(e)[:500], "tool_trace": (e.after_snapshot or {}).get("tool_trace")}
+             "response": _response_text(e)[:500], "tool_trace": _snapshot(e).get("tool_trace")}
             for e in members[:10]
         ],
     }  # fmt: skip
@@ -333,29 +345,18 @@ def task_example_scan(*, actor: Actor | None = None) -> TaskExampleScanReport:
         .select_related("project")
         .order_by("created_at")[:500]
     )
-    report = TaskExampleScanReport()
-    writer = writer_for("task_example")
-    # Titles of open candidates count as taken too, or every later scan would propose their duplicates.
-    titles: set[tuple[int | None, str]] = {
-        (project_id, " ".join(str(learning.get("title", "")).lower().split()))
-        for project_id, learning in LearningPromotion.objects.filter(
-            promotion_type="task_example", status__in=OPEN_STATUSES
-        ).values_list("project_id", "proposed_learning")
-        if isinstance(learning, dict)
-    }
+    rows = list(eligible)
+    report = TaskExampleScanReport(eligible=len(rows))
+    # Titles of examples and of open candidates are taken (else every later scan would propose
+    # their duplicates); each proposal takes its own. Two queries for the whole scan.
+    taken = task_example_titles_taken(project_ids={feedback.project_id for feedback in rows})
     proposals = []
-    for feedback in eligible:
-        report.eligible += 1
+    for feedback in rows:
         try:
-            learning = writer.prepare(
-                subject_type="task_feedback", subject_id=str(feedback.pk), actor=actor, learning={}
-            )
+            learning = task_example_learning(feedback, actor=actor, taken=taken)
         except ApplicationError:
-            continue  # incomplete, a duplicate of an example, or steering text
-        title = " ".join(learning["title"].lower().split())
-        if (feedback.project_id, title) in titles:
-            continue  # two good ratings of the same task: one candidate
-        titles.add((feedback.project_id, title))
+            continue  # incomplete, a duplicate, or steering text
+        taken.add((feedback.project_id, task_title(learning["title"])))
         proposals.append(Proposal(subject_id=str(feedback.pk), proposed_learning=learning, confidence=0.8,
                                   project=feedback.project))  # fmt: skip
     report.proposed = len(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.db import connection
 from django.test import Client
@@ -16,7 +18,7 @@ def propose_tasks(world, n):
     for i in range(n):
         feedback, _ = task_feedback_record(
             actor=world.actor("owner"),
-            task_snapshot={"id": f"t{i}", "title": f"Task {i}", "description": "Do it"},
+            task_snapshot={"id": f"t{i}", "title": f"Task {uuid.uuid4().hex}", "description": "Do it"},
             rating="good",
         )
         services.promotion_propose(actor=world.actor("admin"), promotion_type="task_example",
