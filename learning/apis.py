@@ -23,7 +23,7 @@ from config.exceptions import AccessDenied, ApplicationError
 from learning import agent, selectors, services, taste
 from learning.context import Scope, context_build, notice
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage
-from promotions.services import promotion_propose
+from promotions.services import memory_share_propose
 
 
 def subject_user(request: Request) -> User:
@@ -490,12 +490,14 @@ class _ShareApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         project = _project_of_user(user, data.get("project"))
-        promotion, created = promotion_propose(
-            actor=Actor.from_request(request), promotion_type="memory", subject_type=self.subject_type,
-            subject_id=str(owned.pk), proposed_learning={"visibility": data["visibility"],
-                                                         "project": project.slug if project else None},
-            project=project, risk_level="medium", notes=data.get("notes", ""),
-        )  # fmt: skip
+        promotion, created = memory_share_propose(
+            actor=Actor.from_request(request),
+            subject_type=self.subject_type,
+            subject_id=str(owned.pk),
+            visibility=data["visibility"],
+            project=project,
+            notes=data.get("notes", ""),
+        )
         body = {"promotion_id": promotion.pk, "status": promotion.status, "created": created}
         return Response(ShareOutputSerializer(body).data, status=status.HTTP_201_CREATED if created else 200)
 

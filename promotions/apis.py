@@ -21,6 +21,7 @@ from config.exceptions import AccessDenied
 from promotions import selectors, services
 from promotions.destinations import WRITERS, writer_for
 from promotions.filters import PromotionFilter
+from promotions.scanners import SCANNERS
 
 
 class PromotionOutputSerializer(serializers.Serializer):
@@ -154,7 +155,7 @@ class TaskExampleScanOutputSerializer(serializers.Serializer):
 
 
 class ScanInputSerializer(StrictInputSerializer):
-    scanner = serializers.ChoiceField(choices=["all", "retrieval", "agent_learning", "task_example"], default="all")
+    scanner = serializers.ChoiceField(choices=["all", *SCANNERS], default="all")
 
 
 class ScanOutputSerializer(serializers.Serializer):
@@ -168,20 +169,13 @@ class PromotionScanApi(APIView):
         request=ScanInputSerializer, responses=ScanOutputSerializer, summary="Run the promotion scanners now"
     )
     def post(self, request: Request) -> Response:
-        from promotions import scanners
+        from promotions.scanners import promotions_scan
 
         actor = _admin(request)
         serializer = ScanInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        wanted = serializer.validated_data["scanner"]
-        body: dict[str, object] = {}
-        if wanted in ("all", "retrieval"):
-            body["retrieval"] = scanners.retrieval_scan(actor=actor)
-        if wanted in ("all", "agent_learning"):
-            body["agent_learning"] = scanners.agent_learning_scan(actor=actor)
-        if wanted in ("all", "task_example"):
-            body["task_example"] = scanners.task_example_scan(actor=actor)
-        return Response(ScanOutputSerializer(body).data)
+        reports = promotions_scan(actor=actor, scanner=serializer.validated_data["scanner"])
+        return Response(ScanOutputSerializer(reports).data)
 
 
 class PreviewQuerySerializer(serializers.Serializer):

@@ -200,9 +200,11 @@ def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
 
     actor = actor or Actor.for_system()
     since = timezone.now() - timedelta(days=settings.AGENT_SCAN_DAYS)
+    # Thumbs-down already behind a promotion. A promotion is younger than its evidence, so only
+    # those opened within the window can cite a thumbs-down this scan reads.
     used = {
         str(event_id)
-        for ids in LearningPromotion.objects.filter(promotion_type="agent_learning").values_list(
+        for ids in LearningPromotion.objects.filter(promotion_type="agent_learning", created_at__gte=since).values_list(
             "source_event_ids", flat=True
         )
         for event_id in ids or []
@@ -365,3 +367,14 @@ def task_example_scan(*, actor: Actor | None = None) -> TaskExampleScanReport:
         )
     )
     return report
+
+
+SCANNERS = ("retrieval", "agent_learning", "task_example")
+
+
+def promotions_scan(*, actor: Actor | None = None, scanner: str = "all") -> dict[str, Any]:
+    """Run one scanner or all of them; each one's report by name (the API, console and tasks)."""
+    if scanner != "all" and scanner not in SCANNERS:
+        raise ApplicationError(f"scanner must be 'all' or one of {', '.join(SCANNERS)}.", field="scanner")
+    run = {"retrieval": retrieval_scan, "agent_learning": agent_learning_scan, "task_example": task_example_scan}
+    return {name: run[name](actor=actor) for name in SCANNERS if scanner in ("all", name)}

@@ -175,6 +175,18 @@ def promotions_propose_bulk(
     return opened
 
 
+def memory_share_propose(
+    *, actor: Actor, subject_type: str, subject_id: str, visibility: str, project: Project | None, notes: str = ""
+) -> tuple[LearningPromotion, bool]:
+    """An owner asks for a private memory or preference to become a team or project memory: a
+    ``memory`` candidate for review (the open one, if it has one). Ownership is the caller's check."""
+    return promotion_propose(
+        actor=actor, promotion_type="memory", subject_type=subject_type, subject_id=subject_id,
+        proposed_learning={"visibility": visibility, "project": project.slug if project else None},
+        project=project, risk_level="medium", notes=notes,
+    )  # fmt: skip
+
+
 def promotion_transition(
     *, actor: Actor, promotion_id: str, action: str, notes: str = "", superseded_by: str | None = None
 ) -> LearningPromotion:
@@ -267,32 +279,17 @@ def promotions_expire(*, now: datetime | None = None) -> int:
     with transaction.atomic():
         due = list(
             LearningPromotion.objects.select_for_update(of=("self",))
+            .select_related("project")
             .filter(status=S.CANDIDATE, expires_at__lt=now)
-            .values_list("pk", "promotion_type", "project__slug")
         )
         if not due:
             return 0
-        LearningPromotion.objects.filter(pk__in=[pk for pk, _, _ in due]).update(status=S.EXPIRED, updated_at=now)
+        LearningPromotion.objects.filter(pk__in=[p.pk for p in due]).update(status=S.EXPIRED, updated_at=now)
         system = Actor.for_system()
-        for start in range(0, len(due), BULK_BATCH):
-            events_record_bulk(
-                actor=system,
-                items=[
-                    EventInput(
-                        event_type="promotion_expire",
-                        event_family=EventFamily.WORKFLOW_OUTCOME,
-                        signal=Signal.STALE,
-                        project_slug=project_slug,
-                        surface="promotion_ledger",
-                        subject_type="promotion",
-                        subject_id=str(pk),
-                        source_table=LearningPromotion._meta.db_table,
-                        source_record_id=str(pk),
-                        reason_category=promotion_type,
-                        before_snapshot={"status": S.CANDIDATE},
-                        after_snapshot={"status": S.EXPIRED},
-                    )
-                    for pk, promotion_type, project_slug in due[start : start + BULK_BATCH]
-                ],
-            )
+        audits = []
+        for promotion in due:
+            promotion.status = S.EXPIRED
+            audits.append(_audit_input(promotion=promotion, action="expire", actor=system, before=S.CANDIDATE))
+        for start in range(0, len(audits), BULK_BATCH):
+            events_record_bulk(actor=system, items=audits[start : start + BULK_BATCH])
     return len(due)

@@ -13,31 +13,27 @@ def expire_candidates() -> int:
     return services.promotions_expire()
 
 
+def _scan(scanner: str) -> dict:
+    from dataclasses import asdict
+
+    from promotions.scanners import promotions_scan
+
+    return {name: asdict(report) for name, report in promotions_scan(scanner=scanner).items()}
+
+
 @shared_task(name="promotions.retrieval_scan", ignore_result=True)
 def retrieval_scan() -> dict:
     """Propose retrieval-weight candidates from the search traces (scheduled and on demand)."""
-    from dataclasses import asdict
-
-    from promotions.scanners import retrieval_scan as scan
-
-    return asdict(scan())
+    return _scan("retrieval")
 
 
 @shared_task(name="promotions.agent_learning_scan", ignore_result=True)
 def agent_learning_scan() -> dict:
     """Propose prevention prompts from repeated thumbs-down on similar responses."""
-    from dataclasses import asdict
-
-    from promotions.scanners import agent_learning_scan as scan
-
-    return asdict(scan())
+    return _scan("agent_learning")
 
 
 @shared_task(name="promotions.task_example_scan", ignore_result=True)
 def task_example_scan() -> dict:
     """Propose completed, well-rated tasks as task examples."""
-    from dataclasses import asdict
-
-    from promotions.scanners import task_example_scan as scan
-
-    return asdict(scan())
+    return _scan("task_example")

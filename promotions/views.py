@@ -12,7 +12,7 @@ from accounts.actors import Actor
 from config.exceptions import ApplicationError
 from promotions import selectors, services
 from promotions.models import PromotionStatus
-from promotions.scanners import agent_learning_scan, retrieval_scan, task_example_scan
+from promotions.scanners import promotions_scan
 
 TABS = ("candidate", "approved", "applied", "paused", "rejected", "superseded", "expired")
 ACTIONS = ("approve", "reject", "apply", "pause", "resume", "supersede")
@@ -87,9 +87,8 @@ def promotion_action(request: HttpRequest, promotion_id: str, action: str) -> Ht
 @staff_member_required
 @require_POST
 def promotion_scan(request: HttpRequest) -> HttpResponse:
-    actor = Actor.from_request(request)
-    report = retrieval_scan(actor=actor)
-    agents, tasks = agent_learning_scan(actor=actor), task_example_scan(actor=actor)
+    reports = promotions_scan(actor=Actor.from_request(request))
+    report, agents, tasks = reports["retrieval"], reports["agent_learning"], reports["task_example"]
     messages.success(
         request, f"Scan done: {report.boosts} boosts and {report.penalties} penalties proposed "
         f"({report.skipped_open} chunks already had an open candidate); {agents.proposed} agent learnings "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.db import IntegrityError, connection, transaction
 
@@ -14,6 +12,7 @@ from promotions.models import LearningPromotion
 from promotions.scanners import retrieval_scan
 from retrieval.models import Chunk, RetrievalFeedback, RetrievalQuery, RetrievalWeight
 from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
+from tests.concurrency import at_once
 
 DOCS = {
     "flutter": "Flutter of aircraft wings: aeroelastic coupling of bending and torsion.",
@@ -126,20 +125,7 @@ def test_two_scans_at_once_open_each_candidate_once(world, corpus):
         pytest.skip("concurrent writers need PostgreSQL; the PostgreSQL run covers this")
     ask(world, "hypersonic heating", mark="heating", outcome="stale")
     ask(world, "cylindrical shell buckling", mark="buckling", outcome="stale")
-    reports, barrier = [], threading.Barrier(2)
-
-    def scan():
-        barrier.wait()
-        try:
-            reports.append(retrieval_scan())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=scan) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    reports = at_once(retrieval_scan)
     assert sum(r.penalties for r in reports) == 2
     assert LearningPromotion.objects.count() == 2
     assert FeedbackEvent.objects.filter(event_type="promotion_propose").count() == 2

@@ -3,7 +3,6 @@ or skew taste learning, the scanners or the review: found in review, kept fixed 
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -18,6 +17,7 @@ from learning.corrections import corrections_derive
 from learning.models import TastePattern
 from promotions.models import LearningPromotion
 from promotions.scanners import agent_learning_scan, task_example_scan
+from tests.concurrency import at_once
 from tests.taste.test_taste_api import DECISIONS, REPORT, learn_section_pattern, run
 
 EVENTS = "/api/v1/feedback/events"
@@ -67,21 +67,9 @@ def test_two_decisions_on_one_run_at_once_count_once(world):
     if connection.vendor != "postgresql":
         pytest.skip("row locks are PostgreSQL's; the PostgreSQL run covers this")
     run_id = run(world.client("owner"))["run_id"]
-    statuses, barrier = [], threading.Barrier(2)
-
-    def decide():
-        barrier.wait()
-        try:
-            body = {"run_id": run_id, "decision": "edited", "edited_output": "Short."}
-            statuses.append(world.client("owner").post(DECISIONS, body, format="json").status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=decide) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    body = {"run_id": run_id, "decision": "edited", "edited_output": "Short."}
+    responses = at_once(lambda: world.client("owner").post(DECISIONS, body, format="json"))
+    statuses = [response.status_code for response in responses]
     assert sorted(statuses) == [201, 409]
     assert FeedbackEvent.objects.filter(event_type="decision_point").count() == 1
 
