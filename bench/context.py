@@ -36,8 +36,19 @@ def main() -> None:
     args = parser.parse_args()
 
     env = scratch_environment(args.pg, args.database)
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL",
-                                           "SECURE_SSL_REDIRECT", "LOG_LEVEL")})  # fmt: skip
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DJANGO_SETTINGS_MODULE",
+                "SECRET_KEY",
+                "ALLOWED_HOSTS",
+                "DATABASE_URL",
+                "SECURE_SSL_REDIRECT",
+                "LOG_LEVEL",
+            )
+        }
+    )
     import django
 
     django.setup()

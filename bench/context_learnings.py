@@ -34,12 +34,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import django_in_scratch
 
 TOPICS = [
-    "quarterly sales report", "weekly standup notes", "customer renewal email", "overdue invoice reminder",
-    "mobile release notes", "slow sql query", "regression test plan", "board meeting agenda", "marketing budget",
-    "backend job post", "product blog draft", "code review checklist", "outage incident summary", "annual roadmap",
-    "employee survey results", "funding press release", "user interview notes", "onboarding guide",
-    "supplier contract", "monthly newsletter",
-]  # fmt: skip
+    "quarterly sales report",
+    "weekly standup notes",
+    "customer renewal email",
+    "overdue invoice reminder",
+    "mobile release notes",
+    "slow sql query",
+    "regression test plan",
+    "board meeting agenda",
+    "marketing budget",
+    "backend job post",
+    "product blog draft",
+    "code review checklist",
+    "outage incident summary",
+    "annual roadmap",
+    "employee survey results",
+    "funding press release",
+    "user interview notes",
+    "onboarding guide",
+    "supplier contract",
+    "monthly newsletter",
+]
 # Very different complaints, so the scan groups each pair and no two pairs together.
 COMPLAINTS = [
     ("The answer quoted prices in dollars for a customer in Germany.", "wrong currency for the region"),
@@ -108,9 +123,15 @@ def main() -> None:
     for i, (response, reason) in enumerate(COMPLAINTS):
         for j in range(2):
             response_feedback_record(
-                actor=Actor(user=carol), user=carol, response_id=f"scan-{i}-{j}", rating="down", reason=reason,
-                response_text=response, tool_name="search", project=apollo,
-            )  # fmt: skip
+                actor=Actor(user=carol),
+                user=carol,
+                response_id=f"scan-{i}-{j}",
+                rating="down",
+                reason=reason,
+                response_text=response,
+                tool_name="search",
+                project=apollo,
+            )
     report = agent_learning_scan(actor=admin)
     for promotion in LearningPromotion.objects.filter(promotion_type="agent_learning", status="candidate"):
         approve_and_apply(promotion)
@@ -120,70 +141,118 @@ def main() -> None:
     for i, (project, tool) in enumerate(scopes):
         author = carol if project != zeus else dave
         event, _ = response_feedback_record(
-            actor=Actor(user=author), user=author, response_id=f"direct-{i}", rating="down",
-            reason=f"missed the point about {TOPICS[i % len(TOPICS)]}", response_text=f"Response {i}",
-            tool_name=tool, project=project,
-        )  # fmt: skip
+            actor=Actor(user=author),
+            user=author,
+            response_id=f"direct-{i}",
+            rating="down",
+            reason=f"missed the point about {TOPICS[i % len(TOPICS)]}",
+            response_text=f"Response {i}",
+            tool_name=tool,
+            project=project,
+        )
         promotion, _ = promotion_propose(
-            actor=admin, promotion_type="agent_learning", subject_type="response_feedback", subject_id=str(event.pk),
-            proposed_learning={"title": f"Lesson {i}", "tool_name": tool, "tags": ["bench"],
-                               "prevention_prompt": f"When asked about the {TOPICS[i % len(TOPICS)]}, check the "
-                                                    f"figures against the source before answering (lesson {i})."},
-            project=project, risk_level="medium",
-        )  # fmt: skip
+            actor=admin,
+            promotion_type="agent_learning",
+            subject_type="response_feedback",
+            subject_id=str(event.pk),
+            proposed_learning={
+                "title": f"Lesson {i}",
+                "tool_name": tool,
+                "tags": ["bench"],
+                "prevention_prompt": f"When asked about the {TOPICS[i % len(TOPICS)]}, check the "
+                f"figures against the source before answering (lesson {i}).",
+            },
+            project=project,
+            risk_level="medium",
+        )
         approve_and_apply(promotion)
 
     # Shared memories: dave's private memories, shared with everyone (team) or with a project.
     for i in range(25):
         visibility, project = ("team", None) if i < 10 else ("project", apollo if i < 20 else zeus)
         memory = memory_remember(
-            owner=dave, source_message=None,
-            finding=MemoryFinding(kind="context", content=f"The {TOPICS[i % len(TOPICS)]} is owned by team {i}.",
-                                  confidence=0.9),
-        )  # fmt: skip
+            owner=dave,
+            source_message=None,
+            finding=MemoryFinding(
+                kind="context", content=f"The {TOPICS[i % len(TOPICS)]} is owned by team {i}.", confidence=0.9
+            ),
+        )
         promotion, _ = promotion_propose(
-            actor=Actor(user=dave), promotion_type="memory", subject_type="memory", subject_id=str(memory.pk),
+            actor=Actor(user=dave),
+            promotion_type="memory",
+            subject_type="memory",
+            subject_id=str(memory.pk),
             proposed_learning={"visibility": visibility, "project": project.slug if project else None},
-            project=project, risk_level="medium",
-        )  # fmt: skip
+            project=project,
+            risk_level="medium",
+        )
         approve_and_apply(promotion)
     for i in range(5):
-        memory_remember(owner=carol, source_message=None,
-                        finding=MemoryFinding(kind="fact", content=f"I work from office number {i + 3}.",
-                                              confidence=0.8))  # fmt: skip
+        memory_remember(
+            owner=carol,
+            source_message=None,
+            finding=MemoryFinding(kind="fact", content=f"I work from office number {i + 3}.", confidence=0.8),
+        )
 
     # Taste patterns: one learned from three shortened drafts, the rest stored as learned ones are.
     for i in range(3):
-        ran = taste.command_run_record(actor=Actor(user=carol), user=carol, plugin="email", command="draft",
-                                       output="Dear team, " + "here is a long and detailed update. " * 30)  # fmt: skip
-        taste.command_decision_record(actor=Actor(user=carol), user=carol, run_id=ran.run_id, decision="edited",
-                                      edited_output=f"Dear team, short update {i}.")  # fmt: skip
+        ran = taste.command_run_record(
+            actor=Actor(user=carol),
+            user=carol,
+            plugin="email",
+            command="draft",
+            output="Dear team, " + "here is a long and detailed update. " * 30,
+        )
+        taste.command_decision_record(
+            actor=Actor(user=carol),
+            user=carol,
+            run_id=ran.run_id,
+            decision="edited",
+            edited_output=f"Dear team, short update {i}.",
+        )
     for i in range(14):
         plugin, command = ("email", "draft" if i % 3 else None) if i < 9 else ("calendar", "invite")
         TastePattern.objects.create(
-            user=carol, plugin=plugin, command=command, correction_type="section", direction=f"removed:part {i}",
-            description=f"Removed the 'part {i}' section 3/4 times.", instruction=f"Leave out the 'part {i}' section.",
-            observations=3, confirmations=2, confidence=0.4, status=TastePattern.Status.ACTIVE,
-        )  # fmt: skip
+            user=carol,
+            plugin=plugin,
+            command=command,
+            correction_type="section",
+            direction=f"removed:part {i}",
+            description=f"Removed the 'part {i}' section 3/4 times.",
+            instruction=f"Leave out the 'part {i}' section.",
+            observations=3,
+            confirmations=2,
+            confidence=0.4,
+            status=TastePattern.Status.ACTIVE,
+        )
 
     # Task examples: rated good and completed, proposed by the scan, approved and applied.
     for i in range(15):
         project = apollo if i < 10 else zeus
         rater = carol if project == apollo else dave
         task_feedback_record(
-            actor=Actor(user=rater), user_id=rater.pk, project_slug=project.slug, rating="good", completed=True,
-            task_snapshot={"id": f"task-{i}", "title": f"Prepare the {TOPICS[i]}",
-                           "description": f"Collect the inputs for the {TOPICS[i]}, draft it and ask for review."},
-        )  # fmt: skip
+            actor=Actor(user=rater),
+            user_id=rater.pk,
+            project_slug=project.slug,
+            rating="good",
+            completed=True,
+            task_snapshot={
+                "id": f"task-{i}",
+                "title": f"Prepare the {TOPICS[i]}",
+                "description": f"Collect the inputs for the {TOPICS[i]}, draft it and ask for review.",
+            },
+        )
     task_report = task_example_scan(actor=admin)
     for promotion in LearningPromotion.objects.filter(promotion_type="task_example", status="candidate"):
         approve_and_apply(promotion)
 
     for i in range(25):
         preference_add_manual(
-            user=carol, category=("tone", "length", "format", "expertise", "output", "behavior")[i % 6],
-            preference=f"rule {i}", description=f"Learned rule number {i} about how to answer",
-        )  # fmt: skip
+            user=carol,
+            category=("tone", "length", "format", "expertise", "output", "behavior")[i % 6],
+            preference=f"rule {i}",
+            description=f"Learned rule number {i} about how to answer",
+        )
 
     in_project = Q(project__isnull=True) | Q(project=apollo)
     active = {
@@ -210,8 +279,10 @@ def main() -> None:
     outside = sum(qs.count() for qs in active.values()) - total
     print(f"PostgreSQL database {args.database}, cache {args.cache}")
     print(f"agent-learning scan: {report.groups} groups proposed; task-example scan: {task_report.proposed} proposed")
-    print(f"in scope: {total} active learnings ({', '.join(f'{n} {k}' for k, n in in_scope.items())}); "
-          f"{outside} more active out of scope")  # fmt: skip
+    print(
+        f"in scope: {total} active learnings ({', '.join(f'{n} {k}' for k, n in in_scope.items())}); "
+        f"{outside} more active out of scope"
+    )
 
     _, raw = api_key_create(owner=carol, name="bench-context")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}", SERVER_NAME="127.0.0.1")
@@ -220,8 +291,15 @@ def main() -> None:
     warm_up = 100
     for i in range(args.calls + warm_up):
         message = f"Can you draft the {TOPICS[i % len(TOPICS)]} for today?"
-        params = {"message": message, "project": "apollo", "surface": "task_generation", "plugin": "email",
-                  "command": "draft", "tool": "search", "response_id": f"resp-{i}"}  # fmt: skip
+        params = {
+            "message": message,
+            "project": "apollo",
+            "surface": "task_generation",
+            "plugin": "email",
+            "command": "draft",
+            "tool": "search",
+            "response_id": f"resp-{i}",
+        }
         started = time.perf_counter()
         response = client.get("/api/v1/context", params)
         elapsed = (time.perf_counter() - started) * 1000
@@ -238,16 +316,21 @@ def main() -> None:
             unrecorded.append(unrecorded_elapsed)
             body = response.json()
             injected.append(
-                sum(len(body[k]) for k in ("preferences", "taste_patterns", "agent_learnings", "memories",
-                                           "task_examples")) + (body["workflow"] is not None)
-            )  # fmt: skip
+                sum(
+                    len(body[k])
+                    for k in ("preferences", "taste_patterns", "agent_learnings", "memories", "task_examples")
+                )
+                + (body["workflow"] is not None)
+            )
     last = response.json()
     usages = LearningUsage.objects.filter(response_id__startswith="resp-").count()
-    print(f"{args.calls} calls each after {warm_up} warm-up; each injects {statistics.fmean(injected):.0f} learnings "
-          f"(caps: {settings.CONTEXT_MAX_PREFERENCES} preferences, {settings.CONTEXT_MAX_TASTE_PATTERNS} taste, "
-          f"{settings.CONTEXT_MAX_AGENT_LEARNINGS} agent, {settings.CONTEXT_MAX_MEMORIES} memories, "
-          f"{settings.CONTEXT_MAX_TASK_EXAMPLES} task examples; {settings.CONTEXT_MAX_CHARS} chars), "
-          f"{len(last['text'])} chars of text")  # fmt: skip
+    print(
+        f"{args.calls} calls each after {warm_up} warm-up; each injects {statistics.fmean(injected):.0f} learnings "
+        f"(caps: {settings.CONTEXT_MAX_PREFERENCES} preferences, {settings.CONTEXT_MAX_TASTE_PATTERNS} taste, "
+        f"{settings.CONTEXT_MAX_AGENT_LEARNINGS} agent, {settings.CONTEXT_MAX_MEMORIES} memories, "
+        f"{settings.CONTEXT_MAX_TASK_EXAMPLES} task examples; {settings.CONTEXT_MAX_CHARS} chars), "
+        f"{len(last['text'])} chars of text"
+    )
     print(f"usage rows recorded by the API: {usages} ({usages / (args.calls + warm_up):.0f} per call)")
     print(f"GET /api/v1/context (full request path, record): {percentiles(http)}")
     print(f"context_build (record=True, no HTTP):           {percentiles(direct)}")

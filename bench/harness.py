@@ -74,10 +74,25 @@ def service_key(env: dict) -> str:
 @contextmanager
 def gunicorn(env: dict, port: int, workers: int, threads: int):
     server = subprocess.Popen(
-        [str(BIN / "gunicorn"), "-c", "config/gunicorn.conf.py", "config.wsgi:application", "--workers", str(workers),
-         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "2048"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
+        [
+            str(BIN / "gunicorn"),
+            "-c",
+            "config/gunicorn.conf.py",
+            "config.wsgi:application",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "--backlog",
+            "2048",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(150):
@@ -98,10 +113,27 @@ def gunicorn(env: dict, port: int, workers: int, threads: int):
 def celery_worker(env: dict, concurrency: int):
     log = open(ROOT / "var" / "bench-worker.log", "w")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
-        [PY, "-m", "celery", "-A", "config", "worker", "-Q", env["CELERY_QUEUE"], "--concurrency", str(concurrency),
-         "--without-gossip", "--without-mingle", "-l", "warning"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            PY,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            env["CELERY_QUEUE"],
+            "--concurrency",
+            str(concurrency),
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         yield worker
     finally:

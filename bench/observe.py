@@ -74,8 +74,9 @@ def main() -> None:
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         total = int(args.rate * args.seconds)
-        paced = load(base, key, "messages", requests=total, rate=args.rate, concurrency=64,
-                     max_seconds=args.seconds * 3)  # fmt: skip
+        paced = load(
+            base, key, "messages", requests=total, rate=args.rate, concurrency=64, max_seconds=args.seconds * 3
+        )
         sent_done = time.time()
         while pending(database_url)[0] and time.time() < sent_done + args.drain_timeout:
             time.sleep(0.2)

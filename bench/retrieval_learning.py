@@ -78,8 +78,19 @@ def main() -> None:
     args = parser.parse_args()
 
     env = scratch_environment(args.pg, args.database)
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL",
-                                           "SECURE_SSL_REDIRECT", "LOG_LEVEL")})  # fmt: skip
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DJANGO_SETTINGS_MODULE",
+                "SECRET_KEY",
+                "ALLOWED_HOSTS",
+                "DATABASE_URL",
+                "SECURE_SSL_REDIRECT",
+                "LOG_LEVEL",
+            )
+        }
+    )
     os.environ.setdefault("EMBEDDING_THREADS", "2")
     os.environ["RETRIEVAL_INDEX_DIR"] = tempfile.mkdtemp(prefix="cranfield-index-")
     import django
@@ -117,8 +128,9 @@ def main() -> None:
     )
 
     def ranked(client: Client, query: str) -> dict:
-        response = client.post("/api/v1/retrieval/search", {"query": query, "k": 10, "tool_name": "bench"},
-                               content_type="application/json")  # fmt: skip
+        response = client.post(
+            "/api/v1/retrieval/search", {"query": query, "k": 10, "tool_name": "bench"}, content_type="application/json"
+        )
         assert response.status_code == 200, response.content
         return response.json()
 
@@ -151,17 +163,27 @@ def main() -> None:
                     good = result["document_id"] in relevant
                     if rng.random() < args.flip:
                         good = not good
-                    marks.append({"chunk_id": result["chunk_id"], "cited": good, "used_in_answer": good,
-                                  "outcome": "helpful" if good else "unhelpful"})  # fmt: skip
-                response = client.post("/api/v1/retrieval/feedback", {"trace_id": body["trace_id"], "results": marks},
-                                       content_type="application/json")  # fmt: skip
+                    marks.append(
+                        {
+                            "chunk_id": result["chunk_id"],
+                            "cited": good,
+                            "used_in_answer": good,
+                            "outcome": "helpful" if good else "unhelpful",
+                        }
+                    )
+                response = client.post(
+                    "/api/v1/retrieval/feedback",
+                    {"trace_id": body["trace_id"], "results": marks},
+                    content_type="application/json",
+                )
                 assert response.status_code == 200, response.content
 
         scan = admin_client.post("/api/v1/promotions/scan").json()
         for promotion in LearningPromotion.objects.filter(status="candidate").values_list("pk", flat=True):
             for action in ("approve", "apply"):
-                response = admin_client.post(f"/api/v1/promotions/{promotion}/{action}", {},
-                                             content_type="application/json")  # fmt: skip
+                response = admin_client.post(
+                    f"/api/v1/promotions/{promotion}/{action}", {}, content_type="application/json"
+                )
                 assert response.status_code == 200, response.content
         if args.unscoped:
             RetrievalWeight.objects.filter(status="active").update(scope="global")

@@ -135,8 +135,9 @@ def leaks(admin: Api, users: dict[str, Api], projects: list[str], outsider_proje
         owner = User.objects.get(username=name)
         for j, place in enumerate(("Lisbon", "Porto")):
             content = f"{name} private memory {j}: my sister lives in {place}"
-            memory = memory_remember(owner=owner, finding=MemoryFinding(kind="fact", content=content, confidence=0.9),
-                                     source_message=None)  # fmt: skip
+            memory = memory_remember(
+                owner=owner, finding=MemoryFinding(kind="fact", content=content, confidence=0.9), source_message=None
+            )
             ids.add(f"memory:{memory.pk}")
             texts.add(content)
         plugin = f"notes{index}"
@@ -152,8 +153,9 @@ def leaks(admin: Api, users: dict[str, Api], projects: list[str], outsider_proje
         # admin approves and applies it): only that project sees the shared copy.
         project = projects[index]
         content = f"{project} project knowledge from {name}: the release train leaves on Thursdays"
-        original = memory_remember(owner=owner, finding=MemoryFinding(kind="context", content=content, confidence=0.9),
-                                   source_message=None)  # fmt: skip
+        original = memory_remember(
+            owner=owner, finding=MemoryFinding(kind="context", content=content, confidence=0.9), source_message=None
+        )
         proposal = api.post(f"/api/v1/memories/{original.pk}/share", {"visibility": "project", "project": project})
         admin.post(f"/api/v1/promotions/{proposal['promotion_id']}/approve", expect=200)
         applied = admin.post(f"/api/v1/promotions/{proposal['promotion_id']}/apply", expect=200)
@@ -172,10 +174,13 @@ def leaks(admin: Api, users: dict[str, Api], projects: list[str], outsider_proje
                 builds += 1
                 seen_ids = {
                     f"{kind}:{item['id']}"
-                    for kind, key in (("preference", "preferences"), ("memory", "memories"),
-                                      ("taste_pattern", "taste_patterns"))
+                    for kind, key in (
+                        ("preference", "preferences"),
+                        ("memory", "memories"),
+                        ("taste_pattern", "taste_patterns"),
+                    )
                     for item in context[key]
-                }  # fmt: skip
+                }
                 forbidden_ids, forbidden_texts = set(), set()
                 for other, items in secret.items():
                     if other != name:
@@ -199,10 +204,14 @@ def leaks(admin: Api, users: dict[str, Api], projects: list[str], outsider_proje
             found += 1
             print(f"   LEAK: {name} built context in {outsider_project} ({outside.status_code})")
     scopes = ", ".join(["none", *projects])
-    print(f"   {len(users)} users x {len(projects) + 1} scopes ({scopes}) x 2 surfaces (chat, command): "
-          f"{builds} context builds")  # fmt: skip
-    print(f"   own private items seen across them: {own_seen}; the other member's builds that saw a "
-          f"project's shared memory there: {project_seen}/{project_expected}")  # fmt: skip
+    print(
+        f"   {len(users)} users x {len(projects) + 1} scopes ({scopes}) x 2 surfaces (chat, command): "
+        f"{builds} context builds"
+    )
+    print(
+        f"   own private items seen across them: {own_seen}; the other member's builds that saw a "
+        f"project's shared memory there: {project_seen}/{project_expected}"
+    )
     print(f"   context in a project neither belongs to ({outsider_project}): refused (403) {refused}/{len(users)}")
     print(f"   leaks found: {found}" + ("  (goal met)" if found == 0 else "  (goal NOT met)"))
 

@@ -99,10 +99,25 @@ class EventOutputSerializer(serializers.Serializer):
     # because copying 22 declared fields per response was a quarter of the ingest path's
     # CPU (bench/ingest.py). tests/feedback/test_events_api.py holds the two to each other.
     _plain = (
-        "target_id", "session_id", "source_table", "source_record_id", "event_type", "event_family", "surface",
-        "subject_type", "subject_id", "signal", "reason_category", "free_text", "before_snapshot", "after_snapshot",
-        "source_context", "metadata", "private", "idempotency_key",
-    )  # fmt: skip
+        "target_id",
+        "session_id",
+        "source_table",
+        "source_record_id",
+        "event_type",
+        "event_family",
+        "surface",
+        "subject_type",
+        "subject_id",
+        "signal",
+        "reason_category",
+        "free_text",
+        "before_snapshot",
+        "after_snapshot",
+        "source_context",
+        "metadata",
+        "private",
+        "idempotency_key",
+    )
 
     def to_representation(self, event: FeedbackEvent) -> dict:
         data = {

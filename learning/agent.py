@@ -26,10 +26,19 @@ RATINGS = {"up": Signal.POSITIVE, "down": Signal.NEGATIVE}
 
 
 def response_feedback_record(
-    *, actor: Actor, user: User, response_id: str, rating: str, reason: str = "", response_text: str = "",
-    tool_name: str = "", tool_trace: Any = None, tags: list[str] | None = None, project: Project | None = None,
+    *,
+    actor: Actor,
+    user: User,
+    response_id: str,
+    rating: str,
+    reason: str = "",
+    response_text: str = "",
+    tool_name: str = "",
+    tool_trace: Any = None,
+    tags: list[str] | None = None,
+    project: Project | None = None,
     session_id: str = "",
-) -> tuple[FeedbackEvent, int]:  # fmt: skip
+) -> tuple[FeedbackEvent, int]:
     """Record a rating of one assistant response, and mark the learnings injected into its context
     as helped (up) or hurt (down). Returns the event and how many usages it judged."""
     if rating not in RATINGS:
@@ -42,14 +51,21 @@ def response_feedback_record(
         written = event_record(
             actor=actor,
             data=EventInput(
-                event_type="response_feedback", event_family=EventFamily.ASSISTANT_RESPONSE, signal=RATINGS[rating],
-                user_id=user.pk, project_slug=project.slug if project else None, session_id=session_id[:255],
-                surface=(tool_name or "chat")[:50], subject_type="assistant_response", subject_id=response_id[:255],
-                reason_category=rating, free_text=reason,
+                event_type="response_feedback",
+                event_family=EventFamily.ASSISTANT_RESPONSE,
+                signal=RATINGS[rating],
+                user_id=user.pk,
+                project_slug=project.slug if project else None,
+                session_id=session_id[:255],
+                surface=(tool_name or "chat")[:50],
+                subject_type="assistant_response",
+                subject_id=response_id[:255],
+                reason_category=rating,
+                free_text=reason,
                 after_snapshot={"response": response_text, "tool_trace": tool_trace},
                 metadata={"tool_name": tool_name[:100], "tags": [str(t)[:50] for t in (tags or [])][:20]},
             ),
-        )  # fmt: skip
+        )
         judged = LearningUsage.objects.filter(
             user=user, response_id=response_id[:255], outcome=LearningUsage.Outcome.PENDING
         ).update(outcome=LearningUsage.Outcome.HELPED if rating == "up" else LearningUsage.Outcome.HURT)
@@ -67,14 +83,20 @@ def agent_learning_create(
     if not prompt:
         raise ApplicationError("The proposed learning has no prevention_prompt.", field="proposed_learning")
     if steering_reasons(prompt):
-        raise Conflict("The prevention prompt reads like instructions from a user; it is never injected.",
-                       field="proposed_learning")  # fmt: skip
+        raise Conflict(
+            "The prevention prompt reads like instructions from a user; it is never injected.",
+            field="proposed_learning",
+        )
     with transaction.atomic():
         row = AgentLearning.objects.create(
-            project=project, tool_name=str(learning.get("tool_name") or "")[:100],
-            tags=[str(tag)[:50] for tag in learning.get("tags", [])][:20], title=str(learning.get("title", ""))[:200],
-            prevention_prompt=prompt, evidence=learning.get("evidence", []), promotion_id=promotion_id,
-        )  # fmt: skip
+            project=project,
+            tool_name=str(learning.get("tool_name") or "")[:100],
+            tags=[str(tag)[:50] for tag in learning.get("tags", [])][:20],
+            title=str(learning.get("title", ""))[:200],
+            prevention_prompt=prompt,
+            evidence=learning.get("evidence", []),
+            promotion_id=promotion_id,
+        )
         transaction.on_commit(context_invalidate_shared)
     return row
 

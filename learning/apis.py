@@ -140,9 +140,12 @@ class ContextApi(APIView):
         user = subject_user(request)
         project = _project_of_user(user, data.get("project"))
         scope = Scope(
-            project_id=project.pk if project else None, surface=data["surface"], plugin=data.get("plugin", ""),
-            command=data.get("command", ""), tool_name=data.get("tool", ""),
-        )  # fmt: skip
+            project_id=project.pk if project else None,
+            surface=data["surface"],
+            plugin=data.get("plugin", ""),
+            command=data.get("command", ""),
+            tool_name=data.get("tool", ""),
+        )
         context = context_build(
             user=user, message=data.get("message"), scope=scope, response_id=data.get("response_id", ""), record=True
         )
@@ -366,12 +369,20 @@ class CommandRunApi(APIView):
         data = serializer.validated_data
         user = subject_user(request)
         result = taste.command_run_record(
-            actor=Actor.from_request(request), user=user, plugin=data["plugin"],
-            command=data["command"], output=data["output"], parameters=data["parameters"],
-            project=_project_of_user(user, data.get("project")), session_id=data.get("session_id", ""),
-        )  # fmt: skip
-        body = {"run_id": result.run_id, "applied": result.applied,
-                "notices": [notice(p.instruction) for p in result.applied]}  # fmt: skip
+            actor=Actor.from_request(request),
+            user=user,
+            plugin=data["plugin"],
+            command=data["command"],
+            output=data["output"],
+            parameters=data["parameters"],
+            project=_project_of_user(user, data.get("project")),
+            session_id=data.get("session_id", ""),
+        )
+        body = {
+            "run_id": result.run_id,
+            "applied": result.applied,
+            "notices": [notice(p.instruction) for p in result.applied],
+        }
         return Response(CommandRunOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
@@ -411,10 +422,14 @@ class CommandDecisionApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         result = taste.command_decision_record(
-            actor=Actor.from_request(request), user=subject_user(request), run_id=str(data["run_id"]),
-            decision=data["decision"], edited_output=data.get("edited_output"), parameters=data.get("parameters"),
+            actor=Actor.from_request(request),
+            user=subject_user(request),
+            run_id=str(data["run_id"]),
+            decision=data["decision"],
+            edited_output=data.get("edited_output"),
+            parameters=data.get("parameters"),
             reason=data.get("reason", ""),
-        )  # fmt: skip
+        )
         return Response(CommandDecisionOutputSerializer(result).data, status=status.HTTP_201_CREATED)
 
 
@@ -449,11 +464,18 @@ class ResponseFeedbackApi(APIView):
         data = serializer.validated_data
         user = subject_user(request)
         event, judged = agent.response_feedback_record(
-            actor=Actor.from_request(request), user=user, response_id=data["response_id"],
-            rating=data["rating"], reason=data.get("reason", ""), response_text=data.get("response_text", ""),
-            tool_name=data.get("tool_name", ""), tool_trace=data.get("tool_trace"), tags=data.get("tags", []),
-            project=_project_of_user(user, data.get("project")), session_id=data.get("session_id", ""),
-        )  # fmt: skip
+            actor=Actor.from_request(request),
+            user=user,
+            response_id=data["response_id"],
+            rating=data["rating"],
+            reason=data.get("reason", ""),
+            response_text=data.get("response_text", ""),
+            tool_name=data.get("tool_name", ""),
+            tool_trace=data.get("tool_trace"),
+            tags=data.get("tags", []),
+            project=_project_of_user(user, data.get("project")),
+            session_id=data.get("session_id", ""),
+        )
         body = {"event_id": event.pk, "usages_judged": judged}
         return Response(ResponseFeedbackOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 

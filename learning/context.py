@@ -86,11 +86,12 @@ def _render(context: Context) -> list[str]:
             "[User Preferences]\n"
             + "\n".join(
                 # The user's own words that read like orders to the assistant stay their stated preference.
-                f"- The user's stated preference: {quoted(p['description'])}" if p.get("needs_review")
+                f"- The user's stated preference: {quoted(p['description'])}"
+                if p.get("needs_review")
                 else f"- {p['description']}"
                 for p in context.preferences
             )
-        )  # fmt: skip
+        )
     if context.workflow is not None:
         workflow = context.workflow
         lines = [f"[Known Workflow: {workflow['workflow_name']}]", f"Trigger: {workflow['trigger_pattern']}"]
@@ -168,8 +169,14 @@ def _ingredients(user: User, versions: dict[str, str]) -> dict[str, Any]:
     )
     ingredients = {
         "preferences": [
-            {"id": pk, "category": category, "preference": slug, "description": description,
-             "confidence": round(confidence, 3), "needs_review": flagged}
+            {
+                "id": pk,
+                "category": category,
+                "preference": slug,
+                "description": description,
+                "confidence": round(confidence, 3),
+                "needs_review": flagged,
+            }
             for pk, category, slug, description, confidence, flagged in preferences[: settings.CONTEXT_MAX_PREFERENCES]
         ],
         "workflows": list(
@@ -191,7 +198,7 @@ def _ingredients(user: User, versions: dict[str, str]) -> dict[str, Any]:
             .values_list("id", "kind", "content")[: settings.CONTEXT_MAX_MEMORIES]
         ],
         "project_ids": set(project_ids_for_user(user=user).values_list("project_id", flat=True)),
-    }  # fmt: skip
+    }
     cache.set(key, ingredients, timeout=settings.CONTEXT_CACHE_SECONDS)
     return ingredients
 
@@ -217,8 +224,14 @@ def _shared_ingredients(version: str) -> dict[str, Any]:
 
     shared = {
         "agent_learnings": [
-            {"id": str(row["id"]), "project": row["project_id"], "tool_name": row["tool_name"], "tags": row["tags"],
-             "title": row["title"], "prevention_prompt": row["prevention_prompt"]}
+            {
+                "id": str(row["id"]),
+                "project": row["project_id"],
+                "tool_name": row["tool_name"],
+                "tags": row["tags"],
+                "title": row["title"],
+                "prevention_prompt": row["prevention_prompt"],
+            }
             for row in AgentLearning.objects.filter(status=AgentLearning.Status.ACTIVE)
             .order_by("-created_at")
             .values("id", "project_id", "tool_name", "tags", "title", "prevention_prompt")
@@ -231,13 +244,17 @@ def _shared_ingredients(version: str) -> dict[str, Any]:
             .values_list("id", "kind", "content", "visibility", "project_id")
         ],
         "task_examples": [
-            {"id": str(pk), "project": project_id, "title": str(snapshot.get("title", "")),
-             "description": str(snapshot.get("description", ""))}
+            {
+                "id": str(pk),
+                "project": project_id,
+                "title": str(snapshot.get("title", "")),
+                "description": str(snapshot.get("description", "")),
+            }
             for pk, project_id, snapshot in TaskFeedback.objects.filter(promoted=True, rating=TaskFeedback.Rating.GOOD)
             .order_by("-created_at")
             .values_list("id", "project_id", "task_snapshot")
         ],
-    }  # fmt: skip
+    }
     cache.set(key, shared, timeout=settings.CONTEXT_CACHE_SECONDS)
     _shared_memo = (version, shared)
     return shared
@@ -296,19 +313,22 @@ def context_build(
                 best, workflow = similarity, candidate
     if workflow is not None:
         context.workflow = {
-            "id": workflow["id"], "workflow_name": workflow["workflow_name"],
-            "trigger_pattern": workflow["trigger_pattern"], "preferred_output": workflow["preferred_output"],
-            "confidence": round(workflow["confidence"], 3), "similarity": round(best, 3),
-        }  # fmt: skip
+            "id": workflow["id"],
+            "workflow_name": workflow["workflow_name"],
+            "trigger_pattern": workflow["trigger_pattern"],
+            "preferred_output": workflow["preferred_output"],
+            "confidence": round(workflow["confidence"], 3),
+            "similarity": round(best, 3),
+        }
     if scope.plugin:
         context.taste_patterns = [
-            p for p in ingredients["taste_patterns"]
+            p
+            for p in ingredients["taste_patterns"]
             if p["plugin"] == scope.plugin and p["command"] in (None, scope.command)
-        ][: settings.CONTEXT_MAX_TASTE_PATTERNS]  # fmt: skip
+        ][: settings.CONTEXT_MAX_TASTE_PATTERNS]
     context.agent_learnings = [
-        a for a in shared["agent_learnings"]
-        if _in_scope(a, scope) and a["tool_name"] in ("", scope.tool_name)
-    ][: settings.CONTEXT_MAX_AGENT_LEARNINGS]  # fmt: skip
+        a for a in shared["agent_learnings"] if _in_scope(a, scope) and a["tool_name"] in ("", scope.tool_name)
+    ][: settings.CONTEXT_MAX_AGENT_LEARNINGS]
     own = ingredients["memories"]
     seen = {" ".join(m["content"].lower().split()) for m in own}
     visible_shared = []
@@ -348,15 +368,28 @@ def context_build(
 
 
 _ITEM_TYPES = (
-    ("preferences", "preference"), ("taste_patterns", "taste_pattern"), ("agent_learnings", "agent_learning"),
-    ("memories", "memory"), ("task_examples", "task_example"),
-)  # fmt: skip
+    ("preferences", "preference"),
+    ("taste_patterns", "taste_pattern"),
+    ("agent_learnings", "agent_learning"),
+    ("memories", "memory"),
+    ("task_examples", "task_example"),
+)
 
 
 _USAGE_COLUMNS = (
-    "learning_id", "item_type", "item_id", "user_id", "project_id", "surface", "plugin", "command", "tool_name",
-    "response_id", "outcome", "created_at",
-)  # fmt: skip
+    "learning_id",
+    "item_type",
+    "item_id",
+    "user_id",
+    "project_id",
+    "surface",
+    "plugin",
+    "command",
+    "tool_name",
+    "response_id",
+    "outcome",
+    "created_at",
+)
 
 
 def _record_injections(*, user: User, context: Context, scope: Scope, response_id: str) -> None:
@@ -370,8 +403,17 @@ def _record_injections(*, user: User, context: Context, scope: Scope, response_i
         return
     learning_field = LearningUsage._meta.get_field("learning").target_field
     created_at = connection.ops.adapt_datetimefield_value(timezone.now())
-    common = (user.pk, scope.project_id, scope.surface[:50], scope.plugin[:100], scope.command[:100],
-              scope.tool_name[:100], response_id[:255], LearningUsage.Outcome.PENDING.value, created_at)  # fmt: skip
+    common = (
+        user.pk,
+        scope.project_id,
+        scope.surface[:50],
+        scope.plugin[:100],
+        scope.command[:100],
+        scope.tool_name[:100],
+        response_id[:255],
+        LearningUsage.Outcome.PENDING.value,
+        created_at,
+    )
     params: list[Any] = []
     for item_type, item_id in items:
         learning_id = (

@@ -232,24 +232,42 @@ def _apply(message: ChatMessage, analysis: Analysis, vector: np.ndarray, similar
     user = message.user
     if analysis.analyzer.startswith("fallback"):
         _event(
-            message, "eval_failure", event_type="analyzer_fallback", event_family=EventFamily.EVAL_FAILURE,
-            signal=Signal.FAILED, reason_category="analyzer_error", free_text=analysis.reasoning[:2000],
-            subject_type="message", subject_id=str(message.pk),
-        )  # fmt: skip
+            message,
+            "eval_failure",
+            event_type="analyzer_fallback",
+            event_family=EventFamily.EVAL_FAILURE,
+            signal=Signal.FAILED,
+            reason_category="analyzer_error",
+            free_text=analysis.reasoning[:2000],
+            subject_type="message",
+            subject_id=str(message.pk),
+        )
     if analysis.preference is not None:
         preference_learn(user=user, finding=analysis.preference, source_message=message)
     if analysis.detected == "correction":
         _event(
-            message, "correction", event_type="correction", event_family=EventFamily.ASSISTANT_RESPONSE,
-            signal=Signal.CORRECTED, reason_category="correction", free_text=message.content[:10_000],
-            subject_type="message", subject_id=str(message.pk),
-        )  # fmt: skip
+            message,
+            "correction",
+            event_type="correction",
+            event_family=EventFamily.ASSISTANT_RESPONSE,
+            signal=Signal.CORRECTED,
+            reason_category="correction",
+            free_text=message.content[:10_000],
+            subject_type="message",
+            subject_id=str(message.pk),
+        )
     elif analysis.detected == "pain_point":
         _event(
-            message, "pain_point", event_type="pain_point", event_family=EventFamily.ASSISTANT_RESPONSE,
-            signal=Signal.NEGATIVE, reason_category="pain_point", free_text=message.content[:10_000],
-            subject_type="message", subject_id=str(message.pk),
-        )  # fmt: skip
+            message,
+            "pain_point",
+            event_type="pain_point",
+            event_family=EventFamily.ASSISTANT_RESPONSE,
+            signal=Signal.NEGATIVE,
+            reason_category="pain_point",
+            free_text=message.content[:10_000],
+            subject_type="message",
+            subject_id=str(message.pk),
+        )
     elif analysis.detected == "workflow" and analysis.workflow is not None:
         workflow_learn(user=user, finding=analysis.workflow, message=message, vectors=[vector, *similar_vectors])
     if analysis.memory is not None:
@@ -264,12 +282,19 @@ def _flag_steering(*, user: User, text: str, subject_type: str, subject_id: str)
         event_record(
             actor=Actor.for_system(),
             data=EventInput(
-                event_type="learned_text_flagged", event_family=EventFamily.USER_PREFERENCE,
-                signal=Signal.NEEDS_REVIEW, user_id=user.pk, surface="learning", subject_type=subject_type,
-                subject_id=subject_id, reason_category="steering", free_text=text[:10_000],
-                metadata={"reasons": reasons}, private=True,
+                event_type="learned_text_flagged",
+                event_family=EventFamily.USER_PREFERENCE,
+                signal=Signal.NEEDS_REVIEW,
+                user_id=user.pk,
+                surface="learning",
+                subject_type=subject_type,
+                subject_id=subject_id,
+                reason_category="steering",
+                free_text=text[:10_000],
+                metadata={"reasons": reasons},
+                private=True,
             ),
-        )  # fmt: skip
+        )
     return bool(reasons)
 
 
@@ -292,15 +317,20 @@ def preference_learn(*, user: User, finding: PreferenceFinding, source_message: 
             try:
                 with transaction.atomic():
                     preference = Preference.objects.create(
-                        user=user, category=finding.category, preference=slug,
-                        description=finding.description[:500], source_message=source_message,
-                        confidence=round(min(0.9, max(0.3, finding.confidence)), 4), last_reinforced_at=now,
+                        user=user,
+                        category=finding.category,
+                        preference=slug,
+                        description=finding.description[:500],
+                        source_message=source_message,
+                        confidence=round(min(0.9, max(0.3, finding.confidence)), 4),
+                        last_reinforced_at=now,
                         needs_review=bool(steering_reasons(finding.description)),
-                    )  # fmt: skip
+                    )
                 created = True
                 if preference.needs_review:
-                    _flag_steering(user=user, text=preference.description, subject_type="preference",
-                                   subject_id=str(preference.pk))  # fmt: skip
+                    _flag_steering(
+                        user=user, text=preference.description, subject_type="preference", subject_id=str(preference.pk)
+                    )
             except IntegrityError:
                 preference = Preference.objects.select_for_update().get(
                     user=user, category=finding.category, preference=slug
@@ -327,13 +357,20 @@ def preference_learn(*, user: User, finding: PreferenceFinding, source_message: 
             )
         if source_message is not None:
             _event(
-                source_message, "preference", event_type="preference_learned" if created else "preference_reinforced",
-                event_family=EventFamily.USER_PREFERENCE, signal=Signal.POSITIVE, subject_type="preference",
-                subject_id=str(preference.pk), after_snapshot={
-                    "category": preference.category, "preference": preference.preference,
-                    "confidence": preference.confidence, "times_reinforced": preference.times_reinforced,
+                source_message,
+                "preference",
+                event_type="preference_learned" if created else "preference_reinforced",
+                event_family=EventFamily.USER_PREFERENCE,
+                signal=Signal.POSITIVE,
+                subject_type="preference",
+                subject_id=str(preference.pk),
+                after_snapshot={
+                    "category": preference.category,
+                    "preference": preference.preference,
+                    "confidence": preference.confidence,
+                    "times_reinforced": preference.times_reinforced,
                 },
-            )  # fmt: skip
+            )
     return preference
 
 
@@ -352,17 +389,31 @@ def preference_add_manual(*, user: User, category: str, preference: str, descrip
     now = timezone.now()
     with transaction.atomic():
         row, created = Preference.objects.select_for_update().get_or_create(
-            user=user, category=category, preference=slug,
-            defaults={"description": description, "source": Preference.Source.MANUAL, "confidence": 0.9,
-                      "last_reinforced_at": now},
-        )  # fmt: skip
+            user=user,
+            category=category,
+            preference=slug,
+            defaults={
+                "description": description,
+                "source": Preference.Source.MANUAL,
+                "confidence": 0.9,
+                "last_reinforced_at": now,
+            },
+        )
         if not created:
             row.description, row.active, row.inactive_reason, row.last_reinforced_at = description, True, "", now
         row.needs_review = _flag_steering(
             user=user, text=f"{preference} {description}", subject_type="preference", subject_id=str(row.pk)
         )
-        row.save(update_fields=["description", "active", "inactive_reason", "last_reinforced_at", "needs_review",
-                                "updated_at"])  # fmt: skip
+        row.save(
+            update_fields=[
+                "description",
+                "active",
+                "inactive_reason",
+                "last_reinforced_at",
+                "needs_review",
+                "updated_at",
+            ]
+        )
         _changed(user.pk)
         opposite = catalog.opposite_of(slug)
         if opposite:
@@ -410,11 +461,17 @@ def workflow_learn(
                 best, best_similarity = workflow, similarity
         if best is None:
             return LearnedWorkflow.objects.create(
-                user=user, workflow_name=finding.workflow_name[:200], trigger_pattern=finding.trigger_pattern[:500],
-                learned_steps=finding.learned_steps, preferred_output=finding.preferred_output[:500],
-                example_input=message.content[:4000], times_detected=len(vectors), last_used_at=now,
-                confidence=round(min(0.95, finding.confidence), 4), embedding=centroid,
-            )  # fmt: skip
+                user=user,
+                workflow_name=finding.workflow_name[:200],
+                trigger_pattern=finding.trigger_pattern[:500],
+                learned_steps=finding.learned_steps,
+                preferred_output=finding.preferred_output[:500],
+                example_input=message.content[:4000],
+                times_detected=len(vectors),
+                last_used_at=now,
+                confidence=round(min(0.95, finding.confidence), 4),
+                embedding=centroid,
+            )
         assert best.embedding is not None
         merged = best.embedding * best.times_detected + vectors[0]
         best.embedding = (merged / (np.linalg.norm(merged) or 1.0)).astype(np.float32)
@@ -466,10 +523,14 @@ def memory_remember(*, owner: User, finding: MemoryFinding, source_message: Chat
         )
         if memory is None:
             memory = Memory.objects.create(
-                owner=owner, visibility=Memory.Visibility.PRIVATE, kind=kind, content=finding.content[:4000],
-                content_hash=digest, confidence=round(min(0.95, max(0.3, finding.confidence)), 4),
+                owner=owner,
+                visibility=Memory.Visibility.PRIVATE,
+                kind=kind,
+                content=finding.content[:4000],
+                content_hash=digest,
+                confidence=round(min(0.95, max(0.3, finding.confidence)), 4),
                 source_message=source_message,
-            )  # fmt: skip
+            )
             if _flag_steering(user=owner, text=memory.content, subject_type="memory", subject_id=str(memory.pk)):
                 Memory.objects.filter(pk=memory.pk).update(needs_review=True)
                 memory.needs_review = True
@@ -505,22 +566,31 @@ def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, p
     if visibility == Memory.Visibility.PROJECT and project is None:
         raise ApplicationError("A project memory needs its project.", field="project")
     if subject_type == "memory":
-        memory = Memory.objects.filter(pk=subject_id, visibility=Memory.Visibility.PRIVATE).first() if _is_uuid(
-            subject_id
-        ) else None  # fmt: skip
+        memory = (
+            Memory.objects.filter(pk=subject_id, visibility=Memory.Visibility.PRIVATE).first()
+            if _is_uuid(subject_id)
+            else None
+        )
         if memory is None or memory.status != Memory.Status.ACTIVE:
             raise ApplicationError(f"No private memory {subject_id}.", field="subject_id")
         owner_id, kind, content, confidence, flagged = (
-            memory.owner_id, memory.kind, memory.content, memory.confidence, memory.needs_review
-        )  # fmt: skip
+            memory.owner_id,
+            memory.kind,
+            memory.content,
+            memory.confidence,
+            memory.needs_review,
+        )
     elif subject_type == "preference":
         preference = Preference.objects.filter(pk=int(subject_id)).first() if subject_id.isdigit() else None
         if preference is None or not preference.active:
             raise ApplicationError(f"No active preference {subject_id}.", field="subject_id")
         owner_id, kind, content, confidence, flagged = (
-            preference.user_id, Memory.Kind.PREFERENCE, preference.description, preference.confidence,
+            preference.user_id,
+            Memory.Kind.PREFERENCE,
+            preference.description,
+            preference.confidence,
             preference.needs_review,
-        )  # fmt: skip
+        )
     else:
         raise ApplicationError("subject_type must be 'memory' or 'preference'.", field="subject_type")
     if confidence < settings.MEMORY_SHARE_MIN_CONFIDENCE:
@@ -535,8 +605,14 @@ def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, p
             field="subject_id",
         )
     shared_in = project.slug if (project and visibility == Memory.Visibility.PROJECT) else None  # team: no project
-    return {"owner": owner_id, "kind": kind, "content": content, "visibility": visibility,
-            "project": shared_in, "confidence": round(confidence, 3)}  # fmt: skip
+    return {
+        "owner": owner_id,
+        "kind": kind,
+        "content": content,
+        "visibility": visibility,
+        "project": shared_in,
+        "confidence": round(confidence, 3),
+    }
 
 
 def _is_uuid(value: str) -> bool:
@@ -568,18 +644,27 @@ def memory_share_apply(*, promotion_id: uuid.UUID, learning: dict) -> Memory:
     if subject is None:
         raise Conflict("No such promotion.", field="promotion_id")
     try:
-        memory_share_check(subject_type=subject["subject_type"], subject_id=subject["subject_id"],
-                           visibility=str(learning.get("visibility", "")), project=project)  # fmt: skip
+        memory_share_check(
+            subject_type=subject["subject_type"],
+            subject_id=subject["subject_id"],
+            visibility=str(learning.get("visibility", "")),
+            project=project,
+        )
     except ApplicationError as exc:
         raise Conflict(f"No longer shareable: {exc.message}", fields=exc.fields) from exc
     content = str(learning["content"])[:4000]
     digest = hashlib.sha256(" ".join(content.lower().split()).encode()).hexdigest()
     with transaction.atomic():
         memory = Memory.objects.create(
-            owner=owner, project=project, visibility=learning["visibility"], kind=learning.get("kind", "fact"),
-            content=content, content_hash=digest, confidence=float(learning.get("confidence", 0.7)),
+            owner=owner,
+            project=project,
+            visibility=learning["visibility"],
+            kind=learning.get("kind", "fact"),
+            content=content,
+            content_hash=digest,
+            confidence=float(learning.get("confidence", 0.7)),
             promotion_id=promotion_id,
-        )  # fmt: skip
+        )
         transaction.on_commit(context_invalidate_shared)
     return memory
 

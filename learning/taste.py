@@ -73,9 +73,16 @@ class DecisionResult:
 
 
 def command_run_record(
-    *, actor: Actor, user: User, plugin: str, command: str, output: str, parameters: dict[str, Any] | None = None,
-    project: Project | None = None, session_id: str = "",
-) -> RunResult:  # fmt: skip
+    *,
+    actor: Actor,
+    user: User,
+    plugin: str,
+    command: str,
+    output: str,
+    parameters: dict[str, Any] | None = None,
+    project: Project | None = None,
+    session_id: str = "",
+) -> RunResult:
     """Record one run of a tool (``post_command``) and which taste patterns were applied to it."""
     plugin, command = _name(plugin, "plugin"), _name(command, "command")
     if parameters is not None and not isinstance(parameters, dict):
@@ -88,13 +95,20 @@ def command_run_record(
         event_record(
             actor=actor,
             data=EventInput(
-                event_type="post_command", event_family=EventFamily.TOOL_ACTION, signal=Signal.COMPLETED,
-                user_id=user.pk, project_slug=project.slug if project else None, session_id=session_id[:255],
-                target_id=target_of(plugin, command), surface="command", subject_type="command_run",
-                subject_id=run_id, after_snapshot=snapshot,
+                event_type="post_command",
+                event_family=EventFamily.TOOL_ACTION,
+                signal=Signal.COMPLETED,
+                user_id=user.pk,
+                project_slug=project.slug if project else None,
+                session_id=session_id[:255],
+                target_id=target_of(plugin, command),
+                surface="command",
+                subject_type="command_run",
+                subject_id=run_id,
+                after_snapshot=snapshot,
                 metadata={"plugin": plugin, "command": command, "applied_patterns": [p.pk for p in applied]},
             ),
-        )  # fmt: skip
+        )
         if applied:
             TastePattern.objects.filter(pk__in=[p.pk for p in applied]).update(last_applied_at=timezone.now())
     return RunResult(run_id=run_id, applied=applied)
@@ -128,18 +142,27 @@ def _is_run(run: FeedbackEvent) -> bool:
     and an output text with its parameters."""
     meta, shown = run.metadata, run.after_snapshot
     return (
-        isinstance(meta, dict) and isinstance(meta.get("plugin"), str) and isinstance(meta.get("command"), str)
+        isinstance(meta, dict)
+        and isinstance(meta.get("plugin"), str)
+        and isinstance(meta.get("command"), str)
         and isinstance(meta.get("applied_patterns", []), list)
         and all(isinstance(pk, int) for pk in meta.get("applied_patterns", []))
-        and isinstance(shown, dict) and isinstance(shown.get("output"), str)
+        and isinstance(shown, dict)
+        and isinstance(shown.get("output"), str)
         and isinstance(shown.get("parameters", {}), dict)
-    )  # fmt: skip
+    )
 
 
 def command_decision_record(
-    *, actor: Actor, user: User, run_id: str, decision: str, edited_output: str | None = None,
-    parameters: dict[str, Any] | None = None, reason: str = "",
-) -> DecisionResult:  # fmt: skip
+    *,
+    actor: Actor,
+    user: User,
+    run_id: str,
+    decision: str,
+    edited_output: str | None = None,
+    parameters: dict[str, Any] | None = None,
+    reason: str = "",
+) -> DecisionResult:
     """Record what the user did with a run's output (``decision_point``), derive the correction,
     confirm or override the patterns applied to the run, and learn the patterns it completes."""
     if decision not in DECISIONS:
@@ -175,17 +198,29 @@ def command_decision_record(
         event_record(
             actor=actor,
             data=EventInput(
-                event_type="decision_point", event_family=EventFamily.TOOL_ACTION, signal=_SIGNAL[decision],
-                user_id=user.pk, project_slug=run.project.slug if run.project_id and run.project else None,
-                session_id=run.session_id, target_id=run.target_id, surface="command", subject_type="command_run",
-                subject_id=run.subject_id, reason_category=decision, free_text=reason[:10_000],
+                event_type="decision_point",
+                event_family=EventFamily.TOOL_ACTION,
+                signal=_SIGNAL[decision],
+                user_id=user.pk,
+                project_slug=run.project.slug if run.project_id and run.project else None,
+                session_id=run.session_id,
+                target_id=run.target_id,
+                surface="command",
+                subject_type="command_run",
+                subject_id=run.subject_id,
+                reason_category=decision,
+                free_text=reason[:10_000],
                 before_snapshot={"words": len(shown.get("output", "").split())},
                 after_snapshot=after_snapshot,
-                metadata={"plugin": plugin, "command": command, "decision": decision,
-                          "corrections": [c.as_dict() for c in corrections],
-                          "applied_patterns": run.metadata.get("applied_patterns", [])},
+                metadata={
+                    "plugin": plugin,
+                    "command": command,
+                    "decision": decision,
+                    "corrections": [c.as_dict() for c in corrections],
+                    "applied_patterns": run.metadata.get("applied_patterns", []),
+                },
             ),
-        )  # fmt: skip
+        )
         _judge_applied(result, user=user, applied=run.metadata.get("applied_patterns", []))
         result.patterns = _learn(user=user, plugin=plugin, command=command, target=run.target_id)
         transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
@@ -241,9 +276,16 @@ def _judge_applied(result: DecisionResult, *, user: User, applied: list[int]) ->
             continue  # edited in some other respect: says nothing about this pattern
         pattern.confidence = _confidence(pattern)
         pattern.save(
-            update_fields=["confirmations", "rejections", "consecutive_rejections", "status", "rejected_reason",
-                           "confidence", "updated_at"]
-        )  # fmt: skip
+            update_fields=[
+                "confirmations",
+                "rejections",
+                "consecutive_rejections",
+                "status",
+                "rejected_reason",
+                "confidence",
+                "updated_at",
+            ]
+        )
 
 
 def _confidence(pattern: TastePattern) -> float:
@@ -274,7 +316,7 @@ def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TasteP
             and isinstance(c.get("type"), str)
             and isinstance(c.get("direction"), str)
             and isinstance(c.get("detail"), dict)
-        ]  # fmt: skip  (decision events written by other means are skipped)
+        ]  # (decision events written by other means are skipped)
         for correction in {(c["type"], c["direction"]): c for c in well_formed}.values():
             seen.setdefault((correction["type"], correction["direction"]), []).append(correction["detail"])
     changed = []
@@ -292,10 +334,17 @@ def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TasteP
             try:
                 with transaction.atomic():
                     pattern = TastePattern.objects.create(
-                        user=user, plugin=plugin, command=command, correction_type=kind, direction=direction,
-                        description=description, instruction=instruction, evidence=evidence,
-                        observations=len(details), confidence=0.0,
-                    )  # fmt: skip
+                        user=user,
+                        plugin=plugin,
+                        command=command,
+                        correction_type=kind,
+                        direction=direction,
+                        description=description,
+                        instruction=instruction,
+                        evidence=evidence,
+                        observations=len(details),
+                        confidence=0.0,
+                    )
             except IntegrityError:
                 continue  # a concurrent decision created it; it will be updated on the next one
         elif pattern.status == TastePattern.Status.REJECTED:
@@ -304,8 +353,9 @@ def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TasteP
             pattern.instruction, pattern.description, pattern.evidence = instruction, description, evidence
             pattern.observations = len(details)
             pattern.confidence = _confidence(pattern)
-            pattern.save(update_fields=["instruction", "description", "evidence", "observations", "confidence",
-                                        "updated_at"])  # fmt: skip
+            pattern.save(
+                update_fields=["instruction", "description", "evidence", "observations", "confidence", "updated_at"]
+            )
         changed.append(pattern)
     return changed
 
@@ -328,17 +378,21 @@ def distill(
         after = sorted(d["after_words"] for d in details)
         if direction == "shorter":
             limit = _nice(after[max(0, math.ceil(0.8 * len(after)) - 1)], up=True)
-            return (f"Keep {thing} concise: under {limit} words.",
-                    f"Shortened {thing} {times} (from about {before:.0f} to about {statistics.median(after):.0f} "
-                    f"words).")  # fmt: skip
+            return (
+                f"Keep {thing} concise: under {limit} words.",
+                f"Shortened {thing} {times} (from about {before:.0f} to about {statistics.median(after):.0f} words).",
+            )
         floor = _nice(after[int(0.2 * len(after))], up=False)
-        return (f"Make {thing} more thorough: at least {floor} words.",
-                f"Lengthened {thing} {times} (from about {before:.0f} to about "
-                f"{statistics.median(after):.0f} words).")  # fmt: skip
+        return (
+            f"Make {thing} more thorough: at least {floor} words.",
+            f"Lengthened {thing} {times} (from about {before:.0f} to about {statistics.median(after):.0f} words).",
+        )
     if kind == "tone":
         if direction == "more_formal":
-            return (f"Write {thing} in a formal, professional tone (no contractions, slang or exclamation marks).",
-                    f"Made {thing} more formal {times}.")  # fmt: skip
+            return (
+                f"Write {thing} in a formal, professional tone (no contractions, slang or exclamation marks).",
+                f"Made {thing} more formal {times}.",
+            )
         return f"Write {thing} in a casual, friendly tone.", f"Made {thing} more casual {times}."
     if kind == "structure":
         layout = {"bullets": "as bullet points", "table": "as a table", "prose": "as prose paragraphs, not lists"}
@@ -349,8 +403,10 @@ def distill(
     name = direction.partition(":")[2] if kind != "parameter" else direction
     if kind == "section":
         if direction.startswith("removed:"):
-            return (f"Leave out the '{name}' section in {thing}.",
-                    f"Removed the '{name}' section from {thing} {times}.")  # fmt: skip
+            return (
+                f"Leave out the '{name}' section in {thing}.",
+                f"Removed the '{name}' section from {thing} {times}.",
+            )
         return f"Include a '{name}' section in {thing}.", f"Added a '{name}' section to {thing} {times}."
     if kind == "order":
         return f"Put '{name}' first in {thing}.", f"Moved '{name}' up in {thing} {times}."

@@ -71,8 +71,11 @@ def _admin(request: Request) -> Actor:
 
 
 class PromotionListCreateApi(APIView):
-    @extend_schema(parameters=filterset_parameters(PromotionFilter), responses=PromotionOutputSerializer(many=True),
-                   summary="The promotion ledger, newest first")  # fmt: skip
+    @extend_schema(
+        parameters=filterset_parameters(PromotionFilter),
+        responses=PromotionOutputSerializer(many=True),
+        summary="The promotion ledger, newest first",
+    )
     def get(self, request: Request) -> Response:
         queryset = filter_queryset(PromotionFilter, request, selectors.promotion_list(actor=_admin(request)))
         paginator = NewestFirstCursorPagination()

@@ -89,19 +89,25 @@ def task_example_learning(
     snapshot = feedback.task_snapshot if isinstance(feedback.task_snapshot, dict) else {}
     title, description = str(snapshot.get("title", "")).strip(), str(snapshot.get("description", "")).strip()
     if not title or not description:
-        raise ApplicationError("Only complete tasks (a title and a description) become examples.",
-                               field="subject_id")  # fmt: skip
+        raise ApplicationError("Only complete tasks (a title and a description) become examples.", field="subject_id")
     if not feedback.completed and not actor.is_admin:
-        raise ApplicationError("A task nobody completed becomes an example only if an admin proposes it.",
-                               field="subject_id")  # fmt: skip
+        raise ApplicationError(
+            "A task nobody completed becomes an example only if an admin proposes it.", field="subject_id"
+        )
     if steering_reasons(f"{title} {description}"):
-        raise ApplicationError("This task reads like instructions to the assistant; it is never an example.",
-                               field="subject_id")  # fmt: skip
+        raise ApplicationError(
+            "This task reads like instructions to the assistant; it is never an example.", field="subject_id"
+        )
     if (feedback.project_id, task_title(title)) in taken:
         raise ApplicationError("An example (or a candidate) with this title already exists.", field="subject_id")
     # What the reviewer sees is what will be injected: the task's own text, not the proposer's.
-    return {**(learning or {}), "title": title[:300], "description": description[:2000],
-            "completed": feedback.completed, "reason": feedback.reason[:500]}  # fmt: skip
+    return {
+        **(learning or {}),
+        "title": title[:300],
+        "description": description[:2000],
+        "completed": feedback.completed,
+        "reason": feedback.reason[:500],
+    }
 
 
 class TaskExampleWriter:
@@ -180,9 +186,11 @@ class MemoryWriter:
             if project is None:
                 raise ApplicationError(f"No project {learning['project']!r}.", field="project")
         return memory_share_check(
-            subject_type=subject_type, subject_id=subject_id, visibility=str(learning.get("visibility", "team")),
+            subject_type=subject_type,
+            subject_id=subject_id,
+            visibility=str(learning.get("visibility", "team")),
             project=project,
-        )  # fmt: skip
+        )
 
     def apply(self, promotion: LearningPromotion) -> Destination:
         memory = memory_share_apply(promotion_id=promotion.pk, learning=promotion.proposed_learning)
@@ -221,13 +229,15 @@ class AgentLearningWriter:
         if not all(isinstance(learning.get(key, ""), str) for key in ("title", "tool_name")):
             raise ApplicationError("title and tool_name must be text.", field="proposed_learning")
         if steering_reasons(str(learning["prevention_prompt"])):
-            raise ApplicationError("The prevention prompt reads like instructions from a user.",
-                                   field="proposed_learning")  # fmt: skip
+            raise ApplicationError(
+                "The prevention prompt reads like instructions from a user.", field="proposed_learning"
+            )
         return learning
 
     def apply(self, promotion: LearningPromotion) -> Destination:
-        row = agent_learning_create(promotion_id=promotion.pk, learning=promotion.proposed_learning,
-                                    project=promotion.project)  # fmt: skip
+        row = agent_learning_create(
+            promotion_id=promotion.pk, learning=promotion.proposed_learning, project=promotion.project
+        )
         return Destination(table=AgentLearning._meta.db_table, record_id=str(row.pk))
 
     def pause(self, promotion: LearningPromotion) -> None:

@@ -119,10 +119,14 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
         subject = str(group["chunk_id"])
         project = projects.get(group["project_id"]) if group["project_id"] else None
         learning = {
-            "chunk": group["chunk_id"], "document": group["document_id"], "multiplier": round(multiplier, 4),
-            "scope": scope, "project": project.slug if (project and scope == "project") else None, "reason": kind,
+            "chunk": group["chunk_id"],
+            "document": group["document_id"],
+            "multiplier": round(multiplier, 4),
+            "scope": scope,
+            "project": project.slug if (project and scope == "project") else None,
+            "reason": kind,
             "evidence": {"shown": group["shown"], "positives": group["positives"], "problems": count},
-        }  # fmt: skip
+        }
         if scope == "query":
             anchors, min_similarity = neighbourhoods[(group["chunk_id"], group["project_id"])]
             learning.update(
@@ -212,20 +216,23 @@ def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
     events = [
         event
         for event in FeedbackEvent.objects.filter(
-            event_type="response_feedback", event_family=EventFamily.ASSISTANT_RESPONSE, signal=Signal.NEGATIVE,
+            event_type="response_feedback",
+            event_family=EventFamily.ASSISTANT_RESPONSE,
+            signal=Signal.NEGATIVE,
             created_at__gte=since,
         )
         .select_related("project")
         .order_by("-created_at")[: settings.AGENT_SCAN_MAX_EVENTS]
         if str(event.pk) not in used
-    ]  # fmt: skip
+    ]
     report = AgentScanReport(thumbs_down=len(events))
     already_flagged = set(
         FeedbackEvent.objects.filter(
-            event_type="learned_text_flagged", subject_type="feedback_event",
+            event_type="learned_text_flagged",
+            subject_type="feedback_event",
             subject_id__in=[str(e.pk) for e in events],
         ).values_list("subject_id", flat=True)
-    )  # fmt: skip
+    )
     clean = []
     for event in events:
         if str(event.pk) in already_flagged:
@@ -309,11 +316,16 @@ def _prevention(members: list[FeedbackEvent]) -> dict[str, Any]:
         "tool_name": tool,
         "tags": sorted({tag for e in members for tag in _tags(e)})[:20],
         "evidence": [
-            {"event": str(e.pk), "response_id": e.subject_id, "reason": e.free_text[:500],
-             "response": _response_text(e)[:500], "tool_trace": _snapshot(e).get("tool_trace")}
+            {
+                "event": str(e.pk),
+                "response_id": e.subject_id,
+                "reason": e.free_text[:500],
+                "response": _response_text(e)[:500],
+                "tool_trace": _snapshot(e).get("tool_trace"),
+            }
             for e in members[:10]
         ],
-    }  # fmt: skip
+    }
 
 
 def _flag(event: FeedbackEvent) -> None:
@@ -322,12 +334,18 @@ def _flag(event: FeedbackEvent) -> None:
     event_record(
         actor=Actor.for_system(),
         data=EventInput(
-            event_type="learned_text_flagged", event_family=EventFamily.ASSISTANT_RESPONSE,
-            signal=Signal.NEEDS_REVIEW, user_id=event.user_id, surface="agent_learning_scan",
-            subject_type="feedback_event", subject_id=str(event.pk), reason_category="steering",
-            free_text=event.free_text[:10_000], idempotency_key=f"steering:{event.pk}",
+            event_type="learned_text_flagged",
+            event_family=EventFamily.ASSISTANT_RESPONSE,
+            signal=Signal.NEEDS_REVIEW,
+            user_id=event.user_id,
+            surface="agent_learning_scan",
+            subject_type="feedback_event",
+            subject_id=str(event.pk),
+            reason_category="steering",
+            free_text=event.free_text[:10_000],
+            idempotency_key=f"steering:{event.pk}",
         ),
-    )  # fmt: skip
+    )
 
 
 @dataclass
@@ -359,8 +377,9 @@ def task_example_scan(*, actor: Actor | None = None) -> TaskExampleScanReport:
         except ApplicationError:
             continue  # incomplete, a duplicate, or steering text
         taken.add((feedback.project_id, task_title(learning["title"])))
-        proposals.append(Proposal(subject_id=str(feedback.pk), proposed_learning=learning, confidence=0.8,
-                                  project=feedback.project))  # fmt: skip
+        proposals.append(
+            Proposal(subject_id=str(feedback.pk), proposed_learning=learning, confidence=0.8, project=feedback.project)
+        )
     report.proposed = len(
         promotions_propose_bulk(
             actor=actor, promotion_type="task_example", subject_type="task_feedback", proposals=proposals

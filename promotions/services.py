@@ -35,8 +35,16 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 
 
-def _audit_input(*, promotion: LearningPromotion, action: str, actor: Actor, before: str, notes: str = "",
-                 signal: str | None = None, extra: dict[str, Any] | None = None) -> EventInput:  # fmt: skip
+def _audit_input(
+    *,
+    promotion: LearningPromotion,
+    action: str,
+    actor: Actor,
+    before: str,
+    notes: str = "",
+    signal: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> EventInput:
     """The feedback event of one lifecycle action: who did what to which promotion, from which state."""
     return EventInput(
         event_type=f"promotion_{action}",
@@ -101,12 +109,20 @@ def promotion_propose(
     try:
         with transaction.atomic():
             promotion = LearningPromotion.objects.create(
-                promotion_type=promotion_type, subject_type=subject_type, subject_id=subject_id,
-                proposed_learning=proposed_learning or {}, confidence=confidence, risk_level=risk_level,
-                project=project, source_event_ids=source_event_ids or [], expires_at=expires_at, review_notes=notes,
-            )  # fmt: skip
-            _audit(promotion=promotion, action="propose", actor=actor, before="", notes=notes,
-                   signal=Signal.NEEDS_REVIEW)  # fmt: skip
+                promotion_type=promotion_type,
+                subject_type=subject_type,
+                subject_id=subject_id,
+                proposed_learning=proposed_learning or {},
+                confidence=confidence,
+                risk_level=risk_level,
+                project=project,
+                source_event_ids=source_event_ids or [],
+                expires_at=expires_at,
+                review_notes=notes,
+            )
+            _audit(
+                promotion=promotion, action="propose", actor=actor, before="", notes=notes, signal=Signal.NEEDS_REVIEW
+            )
     except IntegrityError:
         # A concurrent proposal for the same subject won: there is still only one.
         existing = LearningPromotion.objects.filter(
@@ -181,10 +197,15 @@ def memory_share_propose(
     """An owner asks for a private memory or preference to become a team or project memory: a
     ``memory`` candidate for review (the open one, if it has one). Ownership is the caller's check."""
     return promotion_propose(
-        actor=actor, promotion_type="memory", subject_type=subject_type, subject_id=subject_id,
+        actor=actor,
+        promotion_type="memory",
+        subject_type=subject_type,
+        subject_id=subject_id,
         proposed_learning={"visibility": visibility, "project": project.slug if project else None},
-        project=project, risk_level="medium", notes=notes,
-    )  # fmt: skip
+        project=project,
+        risk_level="medium",
+        notes=notes,
+    )
 
 
 def promotion_transition(
@@ -197,12 +218,25 @@ def promotion_transition(
         raise ApplicationError(f"Unknown action {action!r}.", field="action")
     reviewer = _require_reviewer(actor)
     try:
-        return _transition(actor=actor, reviewer=reviewer, promotion_id=promotion_id, action=action, notes=notes,
-                           superseded_by=superseded_by)  # fmt: skip
+        return _transition(
+            actor=actor,
+            reviewer=reviewer,
+            promotion_id=promotion_id,
+            action=action,
+            notes=notes,
+            superseded_by=superseded_by,
+        )
     except _DestinationFailed as failed:
         promotion = LearningPromotion.objects.select_related("project").get(pk=failed.promotion_id)
-        _audit(promotion=promotion, action=action, actor=actor, before=promotion.status, notes=notes,
-               signal=Signal.FAILED, extra={"error": failed.error.message})  # fmt: skip
+        _audit(
+            promotion=promotion,
+            action=action,
+            actor=actor,
+            before=promotion.status,
+            notes=notes,
+            signal=Signal.FAILED,
+            extra={"error": failed.error.message},
+        )
         raise failed.error from None
 
 

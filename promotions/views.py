@@ -90,8 +90,9 @@ def promotion_scan(request: HttpRequest) -> HttpResponse:
     reports = promotions_scan(actor=Actor.from_request(request))
     report, agents, tasks = reports["retrieval"], reports["agent_learning"], reports["task_example"]
     messages.success(
-        request, f"Scan done: {report.boosts} boosts and {report.penalties} penalties proposed "
+        request,
+        f"Scan done: {report.boosts} boosts and {report.penalties} penalties proposed "
         f"({report.skipped_open} chunks already had an open candidate); {agents.proposed} agent learnings "
         f"({agents.flagged} steering reasons flagged); {tasks.proposed} task examples.",
-    )  # fmt: skip
+    )
     return redirect("console-promotions")

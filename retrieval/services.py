@@ -117,11 +117,17 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
         for item, content_hash, passages in changed:
             fields = {
                 "project": projects.get(item.project_slug) if item.project_slug else None,
-                "source_type": item.source_type, "source_system": item.source_system, "title": item.title[:500],
-                "url": item.url[:1000], "participants": item.participants, "source_created_at": item.source_created_at,
-                "source_updated_at": item.source_updated_at, "raw_text": item.raw_text, "metadata": item.metadata,
+                "source_type": item.source_type,
+                "source_system": item.source_system,
+                "title": item.title[:500],
+                "url": item.url[:1000],
+                "participants": item.participants,
+                "source_created_at": item.source_created_at,
+                "source_updated_at": item.source_updated_at,
+                "raw_text": item.raw_text,
+                "metadata": item.metadata,
                 "content_hash": content_hash,
-            }  # fmt: skip
+            }
             document, created = Document.objects.update_or_create(pk=item.id, defaults=fields)
             report.created += created
             report.updated += not created
@@ -157,9 +163,15 @@ class SearchResult:
 
 
 def search(
-    *, actor: Actor, query: str, k: int = 10, project_slug: str | None = None, tool_name: str = "",
-    session_id: str = "", target_id: str = "",
-) -> SearchResult:  # fmt: skip
+    *,
+    actor: Actor,
+    query: str,
+    k: int = 10,
+    project_slug: str | None = None,
+    tool_name: str = "",
+    session_id: str = "",
+    target_id: str = "",
+) -> SearchResult:
     """Rank the chunks the actor may read by similarity to the query; record the trace."""
     query = (query or "").strip()
     if not query:
@@ -186,9 +198,15 @@ def search(
     ]
     with transaction.atomic():
         trace = RetrievalQuery.objects.create(
-            user=actor.user, project=project, tool_name=tool_name[:100], session_id=session_id[:255],
-            target_id=target_id[:255], query_text=query, embedding=vector, k=k,
-        )  # fmt: skip
+            user=actor.user,
+            project=project,
+            tool_name=tool_name[:100],
+            session_id=session_id[:255],
+            target_id=target_id[:255],
+            query_text=query,
+            embedding=vector,
+            k=k,
+        )
         RetrievalFeedback.objects.bulk_create(
             RetrievalFeedback(
                 trace=trace,
@@ -219,9 +237,13 @@ class ResultFeedback:
 
 
 _SIGNAL_FOR_OUTCOME = {
-    "helpful": Signal.POSITIVE, "unhelpful": Signal.NEGATIVE, "wrong_project": Signal.NEGATIVE,
-    "stale": Signal.STALE, "unsupported": Signal.NEGATIVE, "unknown": Signal.IGNORED,
-}  # fmt: skip
+    "helpful": Signal.POSITIVE,
+    "unhelpful": Signal.NEGATIVE,
+    "wrong_project": Signal.NEGATIVE,
+    "stale": Signal.STALE,
+    "unsupported": Signal.NEGATIVE,
+    "unknown": Signal.IGNORED,
+}
 
 
 def retrieval_feedback_record(
@@ -315,12 +337,17 @@ def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight
             chunk=chunk, scope=scope, project=project, status__in=[WeightStatus.ACTIVE, WeightStatus.PAUSED]
         ).update(status=WeightStatus.SUPERSEDED)
         weight = RetrievalWeight.objects.create(
-            chunk=chunk, document_id=chunk.document_id, scope=scope, project=project,
+            chunk=chunk,
+            document_id=chunk.document_id,
+            scope=scope,
+            project=project,
             query_anchors=anchors.ravel() if anchors is not None else None,
-            min_similarity=learning.get("min_similarity"), query_terms=learning.get("anchor_terms") or [],
+            min_similarity=learning.get("min_similarity"),
+            query_terms=learning.get("anchor_terms") or [],
             multiplier=float(learning["multiplier"]),
-            reason=str(learning.get("reason", ""))[:32], promotion_id=promotion_id,
-        )  # fmt: skip
+            reason=str(learning.get("reason", ""))[:32],
+            promotion_id=promotion_id,
+        )
     return weight
 
 

@@ -17,11 +17,16 @@ def test_generate_approve_preview_apply_pause_resume(logged_in_page):
 
     admin = UserFactory(username="reviewer", is_staff=True, is_superuser=True)
     reader = Actor(user=UserFactory(username="reader"))
-    documents_import(actor=Actor.for_system(), items=[
-        DocumentInput(id="flutter", raw_text="Flutter of aircraft wings: aeroelastic coupling of bending and torsion."),
-        DocumentInput(id="tunnel", raw_text="Wind tunnel tests of wing flutter with control surfaces."),
-        DocumentInput(id="shells", raw_text="Buckling of thin cylindrical shells under axial compression."),
-    ])  # fmt: skip
+    documents_import(
+        actor=Actor.for_system(),
+        items=[
+            DocumentInput(
+                id="flutter", raw_text="Flutter of aircraft wings: aeroelastic coupling of bending and torsion."
+            ),
+            DocumentInput(id="tunnel", raw_text="Wind tunnel tests of wing flutter with control surfaces."),
+            DocumentInput(id="shells", raw_text="Buckling of thin cylindrical shells under axial compression."),
+        ],
+    )
     for _ in range(3):
         result = search(actor=reader, query="hypersonic wing flutter theory", k=3)
         stale = result.hits[0].chunk.chunk_id
@@ -45,6 +50,9 @@ def test_generate_approve_preview_apply_pause_resume(logged_in_page):
     # ... and through the API.
     promotion = LearningPromotion.objects.get()
     body = page.request.get(f"/api/v1/promotions/{promotion.pk}").json()
-    assert (body["status"], body["reviewed_by"], body["review_notes"]) == ("applied", "reviewer",
-                                                                          "stale since the 2025 revision")  # fmt: skip
+    assert (body["status"], body["reviewed_by"], body["review_notes"]) == (
+        "applied",
+        "reviewer",
+        "stale since the 2025 revision",
+    )
     assert RetrievalWeight.objects.get().status == "active"

@@ -20,8 +20,13 @@ def user():
     services.preference_add_manual(
         user=user, category="format", preference="bullet_points", description="Use bullet points"
     )
-    LearnedWorkflow.objects.create(user=user, workflow_name="Weekly sales summary", trigger_pattern="Summarize sales",
-                                   times_detected=4, confidence=0.7)  # fmt: skip
+    LearnedWorkflow.objects.create(
+        user=user,
+        workflow_name="Weekly sales summary",
+        trigger_pattern="Summarize sales",
+        times_detected=4,
+        confidence=0.7,
+    )
     return user
 
 
@@ -46,8 +51,11 @@ def test_modal_toggle_remove_add_and_save(logged_in_page, user):
     rows = {p.preference: p for p in Preference.objects.filter(user=user)}
     assert set(rows) == {"concise", "formal"}
     assert rows["concise"].active is False
-    assert (rows["formal"].category, rows["formal"].description, rows["formal"].source) == ("tone", "Write formally",
-                                                                                            "manual")  # fmt: skip
+    assert (rows["formal"].category, rows["formal"].description, rows["formal"].source) == (
+        "tone",
+        "Write formally",
+        "manual",
+    )
     # ... and through the API, as the assistant's backend sees it.
     context = page.request.get("/api/v1/context").json()
     assert [p["preference"] for p in context["preferences"]] == ["formal"]

@@ -76,8 +76,13 @@ def test_the_agent_learning_scan_runs_on_the_worker(real_broker):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     for response_id, text in (("r1", "The Q3 budget was 40k."), ("r2", "The Q3 budget is about 40k.")):
-        body = {"response_id": response_id, "rating": "down", "reason": "made up the budget figure",
-                "response_text": text, "tool_name": "finance"}  # fmt: skip
+        body = {
+            "response_id": response_id,
+            "rating": "down",
+            "reason": "made up the budget figure",
+            "response_text": text,
+            "tool_name": "finance",
+        }
         assert client.post("/api/v1/responses/feedback", body, format="json").status_code == 201
     agent_learning_scan.delay()
     assert wait_for(lambda: LearningPromotion.objects.filter(promotion_type="agent_learning").exists(), timeout=120), (

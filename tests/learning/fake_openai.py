@@ -75,13 +75,22 @@ class FakeOpenAI:
                 elif reply.status != 200:
                     data = json.dumps({"error": {"message": "boom", "type": "server_error"}}).encode()
                 else:
-                    data = json.dumps({
-                        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                        "model": body.get("model", ""),
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": reply.content, "refusal": None}}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
-                    }).encode()  # fmt: skip
+                    data = json.dumps(
+                        {
+                            "id": "chatcmpl-test",
+                            "object": "chat.completion",
+                            "created": int(time.time()),
+                            "model": body.get("model", ""),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+                        }
+                    ).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")

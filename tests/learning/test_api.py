@@ -17,22 +17,29 @@ def analysis_enqueues(callbacks):
 
 @pytest.fixture
 def owner_prefs(world):
-    concise, _ = services.preference_add_manual(user=world.owner, category="length", preference="concise",
-                                                description="Keep responses short")  # fmt: skip
-    bullets, _ = services.preference_add_manual(user=world.owner, category="format", preference="bullet_points",
-                                                description="Use bullet points")  # fmt: skip
-    other, _ = services.preference_add_manual(user=world.other, category="tone", preference="formal",
-                                              description="Be formal")  # fmt: skip
+    concise, _ = services.preference_add_manual(
+        user=world.owner, category="length", preference="concise", description="Keep responses short"
+    )
+    bullets, _ = services.preference_add_manual(
+        user=world.owner, category="format", preference="bullet_points", description="Use bullet points"
+    )
+    other, _ = services.preference_add_manual(
+        user=world.other, category="tone", preference="formal", description="Be formal"
+    )
     return {"concise": concise, "bullets": bullets, "other": other}
 
 
 @pytest.fixture
 def owner_workflow(world):
     return LearnedWorkflow.objects.create(
-        user=world.owner, workflow_name="Weekly sales summary", trigger_pattern="Summarize the weekly sales report",
-        preferred_output="Three bullets and a table", example_input="Summarize the weekly sales report for leadership",
-        times_detected=3, confidence=0.7,
-    )  # fmt: skip
+        user=world.owner,
+        workflow_name="Weekly sales summary",
+        trigger_pattern="Summarize the weekly sales report",
+        preferred_output="Three bullets and a table",
+        example_input="Summarize the weekly sales report for leadership",
+        times_detected=3,
+        confidence=0.7,
+    )
 
 
 # --- observe ------------------------------------------------------------------------
@@ -73,9 +80,10 @@ def test_observe_then_analysis_learns(world, analyzer, django_capture_on_commit_
 def test_assistant_messages_are_stored_but_not_analysed(world, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
         response = world.client("owner").post(
-            "/api/v1/messages", {"session_id": "s", "content": "Here is your summary.", "role": "assistant"},
+            "/api/v1/messages",
+            {"session_id": "s", "content": "Here is your summary.", "role": "assistant"},
             format="json",
-        )  # fmt: skip
+        )
     assert response.status_code == 201
     assert analysis_enqueues(callbacks) == []
 
@@ -121,8 +129,11 @@ def test_observe_bad_input(world, body, field):
 def test_learning_switched_off(world, owner_prefs, settings, django_capture_on_commit_callbacks):
     settings.REGGIE_PREFERENCE_LEARNING = False
     with django_capture_on_commit_callbacks() as callbacks:
-        body = world.client("owner").post("/api/v1/messages", {"session_id": "s", "content": "Be concise"},
-                                          format="json").json()  # fmt: skip
+        body = (
+            world.client("owner")
+            .post("/api/v1/messages", {"session_id": "s", "content": "Be concise"}, format="json")
+            .json()
+        )
     assert analysis_enqueues(callbacks) == []
     assert body["context"] == {**body["context"], "enabled": False, "text": "", "preferences": []}
     assert world.client("owner").get("/api/v1/context").json()["text"] == ""
@@ -171,8 +182,10 @@ def test_another_users_preference_is_404_not_403(world, owner_prefs, role):
 def test_toggle_and_delete_workflow(world, owner_workflow, mount):
     client = world.client("owner")
     pk = owner_workflow.pk
-    assert world.client("other").patch(f"{mount}/workflows/{pk}/toggle", {"active": False},
-                                       format="json").status_code == 404  # fmt: skip
+    assert (
+        world.client("other").patch(f"{mount}/workflows/{pk}/toggle", {"active": False}, format="json").status_code
+        == 404
+    )
     assert client.patch(f"{mount}/workflows/{pk}/toggle", {"active": False}, format="json").json()["active"] is False
     assert client.get(f"{mount}/context", {"message": "Summarize the weekly sales report"}).json()["workflow"] is None
     assert world.client("other").delete(f"{mount}/workflows/{pk}").status_code == 404
@@ -232,8 +245,9 @@ def test_check_in_lists_decayed_preferences(world, owner_prefs):
 def test_context_is_bounded_and_ordered(world, settings):
     settings.CONTEXT_MAX_CHARS = 200
     for i in range(30):
-        services.preference_add_manual(user=world.owner, category="output", preference=f"rule-{i}",
-                                       description=f"Rule number {i} " + "x" * 20)  # fmt: skip
+        services.preference_add_manual(
+            user=world.owner, category="output", preference=f"rule-{i}", description=f"Rule number {i} " + "x" * 20
+        )
     Preference.objects.filter(user=world.owner, preference="rule_7").update(confidence=0.99)
     context = world.client("owner").get("/api/v1/context").json()
     assert len(context["text"]) <= 200

@@ -8,8 +8,9 @@ from learning.models import Preference
 from tests.factories import UserFactory
 
 
-def test_context_reads_the_cache_until_a_write_invalidates_it(db, django_assert_num_queries,
-                                                              django_capture_on_commit_callbacks):  # fmt: skip
+def test_context_reads_the_cache_until_a_write_invalidates_it(
+    db, django_assert_num_queries, django_capture_on_commit_callbacks
+):
     user = UserFactory()
     with django_capture_on_commit_callbacks(execute=True):
         row, _ = services.preference_add_manual(user=user, category="length", preference="concise", description="Short")

@@ -62,8 +62,13 @@ def test_sends_the_design_input_and_reads_structured_output(configured):
     schema = request["body"]["response_format"]
     assert schema["type"] == "json_schema"
     assert schema["json_schema"]["strict"] is True
-    assert set(schema["json_schema"]["schema"]["required"]) == {"detected", "preference", "workflow", "memory",
-                                                                 "reasoning"}  # fmt: skip
+    assert set(schema["json_schema"]["schema"]["required"]) == {
+        "detected",
+        "preference",
+        "workflow",
+        "memory",
+        "reasoning",
+    }
     sent = json.loads(request["body"]["messages"][-1]["content"])
     assert sent == {
         "current_message": "could u keep it short pls",
@@ -115,8 +120,17 @@ def test_a_fallback_writes_an_eval_failure_event(configured, db):
 
 def test_an_openai_preference_with_a_new_slug_is_stored(configured, db):
     user = UserFactory()
-    configured.reply_json({**GOOD, "preference": {"category": "output", "preference": "Spanish replies",
-                                                  "description": "Answer in Spanish", "confidence": 1.7}})  # fmt: skip
+    configured.reply_json(
+        {
+            **GOOD,
+            "preference": {
+                "category": "output",
+                "preference": "Spanish replies",
+                "description": "Answer in Spanish",
+                "confidence": 1.7,
+            },
+        }
+    )
     message, _ = services.message_observe(user=user, session_id="s", content="Answer me in Spanish from now on")
     services.message_analyze(message_id=str(message.pk))
     row = Preference.objects.get(user=user)

@@ -21,8 +21,12 @@ def propose_tasks(world, n):
             task_snapshot={"id": f"t{i}", "title": f"Task {uuid.uuid4().hex}", "description": "Do it"},
             rating="good",
         )
-        services.promotion_propose(actor=world.actor("admin"), promotion_type="task_example",
-                                   subject_type="task_feedback", subject_id=str(feedback.pk))  # fmt: skip
+        services.promotion_propose(
+            actor=world.actor("admin"),
+            promotion_type="task_example",
+            subject_type="task_feedback",
+            subject_id=str(feedback.pk),
+        )
 
 
 def staff_client(world):

@@ -20,17 +20,21 @@ URL = "/api/v1/promotions/"
 @pytest.fixture
 def good_task(world):
     snapshot = {"id": "t1", "title": "Call Acme", "description": "Ask about the renewal"}
-    feedback, _ = task_feedback_record(actor=world.actor("owner"), task_snapshot=snapshot, rating="good",
-                                       project_slug="apollo")  # fmt: skip
+    feedback, _ = task_feedback_record(
+        actor=world.actor("owner"), task_snapshot=snapshot, rating="good", project_slug="apollo"
+    )
     return feedback
 
 
 @pytest.fixture
 def candidate(world, good_task):
     promotion, _ = services.promotion_propose(
-        actor=world.actor("admin"), promotion_type="task_example", subject_type="task_feedback",
-        subject_id=str(good_task.pk), confidence=0.8,
-    )  # fmt: skip
+        actor=world.actor("admin"),
+        promotion_type="task_example",
+        subject_type="task_feedback",
+        subject_id=str(good_task.pk),
+        confidence=0.8,
+    )
     return promotion
 
 
@@ -59,9 +63,13 @@ def test_full_lifecycle_applies_and_audits_every_step(world, candidate, good_tas
     assert act(world, candidate, "supersede", notes="replaced").json()["status"] == "superseded"
     assert TaskFeedback.objects.get(pk=good_task.pk).promoted is False
     assert audit_trail(candidate) == [
-        "promotion_propose", "promotion_approve", "promotion_apply", "promotion_pause", "promotion_resume",
+        "promotion_propose",
+        "promotion_approve",
+        "promotion_apply",
+        "promotion_pause",
+        "promotion_resume",
         "promotion_supersede",
-    ]  # fmt: skip
+    ]
     approve = FeedbackEvent.objects.get(event_type="promotion_approve")
     assert (approve.user_id, approve.free_text, approve.before_snapshot, approve.after_snapshot) == (
         world.admin.pk,
@@ -75,9 +83,17 @@ def test_full_lifecycle_applies_and_audits_every_step(world, candidate, good_tas
 
 @pytest.mark.parametrize(
     ("setup", "action"),
-    [([], "apply"), ([], "pause"), ([], "resume"), (["reject"], "apply"), (["reject"], "approve"),
-     (["approve"], "approve"), (["approve", "apply"], "reject"), (["approve", "apply", "supersede"], "resume")],
-)  # fmt: skip
+    [
+        ([], "apply"),
+        ([], "pause"),
+        ([], "resume"),
+        (["reject"], "apply"),
+        (["reject"], "approve"),
+        (["approve"], "approve"),
+        (["approve", "apply"], "reject"),
+        (["approve", "apply", "supersede"], "resume"),
+    ],
+)
 def test_illegal_transitions_are_refused_clearly(world, candidate, setup, action):
     for step in setup:
         assert act(world, candidate, step).status_code == 200
@@ -90,11 +106,16 @@ def test_illegal_transitions_are_refused_clearly(world, candidate, setup, action
 
 
 def test_one_open_candidate_per_subject(world, candidate, good_task):
-    again, created = services.promotion_propose(actor=world.actor("admin"), promotion_type="task_example",
-                                                subject_type="task_feedback", subject_id=str(good_task.pk))  # fmt: skip
+    again, created = services.promotion_propose(
+        actor=world.actor("admin"),
+        promotion_type="task_example",
+        subject_type="task_feedback",
+        subject_id=str(good_task.pk),
+    )
     assert (again.pk, created) == (candidate.pk, False)
-    response = world.client("admin").post(URL, {"promotion_type": "task_example", "subject_id": str(good_task.pk)},
-                                          format="json")  # fmt: skip
+    response = world.client("admin").post(
+        URL, {"promotion_type": "task_example", "subject_id": str(good_task.pk)}, format="json"
+    )
     assert response.status_code == 200
     assert LearningPromotion.objects.count() == 1
 
@@ -175,8 +196,9 @@ def test_bad_proposals_are_named(world, body, field):
 
 def test_a_badly_rated_task_cannot_become_an_example(world):
     feedback, _ = task_feedback_record(actor=world.actor("owner"), task_snapshot={"id": "t2"}, rating="bad")
-    response = world.client("admin").post(URL, {"promotion_type": "task_example", "subject_id": str(feedback.pk)},
-                                          format="json")  # fmt: skip
+    response = world.client("admin").post(
+        URL, {"promotion_type": "task_example", "subject_id": str(feedback.pk)}, format="json"
+    )
     assert response.status_code == 400
     assert "good" in response.json()["error"]["message"]
 

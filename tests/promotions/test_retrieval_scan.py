@@ -38,8 +38,11 @@ def ask(world, query, *, mark=None, outcome=None, times=3, k=4, role="other"):
         result = search(actor=actor, query=query, k=k)
         if mark is not None:
             chunk_id = f"{mark}#0"
-            item = ResultFeedback(chunk_id=chunk_id, outcome=outcome) if outcome else ResultFeedback(
-                chunk_id=chunk_id, cited=True, used_in_answer=True, outcome="helpful")  # fmt: skip
+            item = (
+                ResultFeedback(chunk_id=chunk_id, outcome=outcome)
+                if outcome
+                else ResultFeedback(chunk_id=chunk_id, cited=True, used_in_answer=True, outcome="helpful")
+            )
             retrieval_feedback_record(actor=actor, trace_id=result.trace_id, items=[item])
 
 
@@ -109,9 +112,11 @@ def test_a_candidate_opened_meanwhile_is_skipped_and_every_opened_one_is_audited
     ask(world, "cylindrical shell buckling", mark="buckling", outcome="stale")
     # Another scan (or an admin) opened one of the two subjects after this scan read the ledger.
     services.promotions_propose_bulk(
-        actor=world.actor("admin"), promotion_type="retrieval_weight", subject_type="chunk",
+        actor=world.actor("admin"),
+        promotion_type="retrieval_weight",
+        subject_type="chunk",
         proposals=[services.Proposal(subject_id=str(corpus["heating"].pk), proposed_learning={}, confidence=0.5)],
-    )  # fmt: skip
+    )
     report = retrieval_scan()
     assert (report.penalties, report.skipped_open) == (1, 1)
     assert LearningPromotion.objects.filter(status="candidate").count() == 2

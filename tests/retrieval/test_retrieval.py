@@ -16,12 +16,19 @@ from retrieval.models import Chunk, Document, IndexGeneration, RetrievalFeedback
 from retrieval.services import DocumentInput, documents_import
 
 DOCS = [
-    {"id": "wing", "title": "Wing flutter", "raw_text": "Flutter of aircraft wings at transonic speeds.\n\n"
-     "Aeroelastic coupling between bending and torsion modes leads to divergence."},
-    {"id": "boundary", "title": "Boundary layers", "raw_text": "Laminar boundary layer transition on a flat plate "
-     "with pressure gradients and heat transfer."},
+    {
+        "id": "wing",
+        "title": "Wing flutter",
+        "raw_text": "Flutter of aircraft wings at transonic speeds.\n\n"
+        "Aeroelastic coupling between bending and torsion modes leads to divergence.",
+    },
+    {
+        "id": "boundary",
+        "title": "Boundary layers",
+        "raw_text": "Laminar boundary layer transition on a flat plate with pressure gradients and heat transfer.",
+    },
     {"id": "recipes", "title": "Bread", "raw_text": "Sourdough bread needs a starter, flour, water and salt."},
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +43,15 @@ def corpus(world, embedder):
     documents_import(actor=world.actor("service"), items=[DocumentInput(**d) for d in DOCS])
     documents_import(
         actor=world.actor("service"),
-        items=[DocumentInput(id="apollo-plan", title="Apollo launch plan", project_slug="apollo",
-                             raw_text="The Apollo project launches the wing flutter test campaign in May.")],
-    )  # fmt: skip
+        items=[
+            DocumentInput(
+                id="apollo-plan",
+                title="Apollo launch plan",
+                project_slug="apollo",
+                raw_text="The Apollo project launches the wing flutter test campaign in May.",
+            )
+        ],
+    )
 
 
 def search(client, query, **body):
@@ -82,9 +95,16 @@ def test_search_ranks_traces_and_respects_projects(world, corpus):
 
 
 def test_a_new_document_is_searchable_at_once(world, corpus):
-    documents_import(actor=world.actor("service"), items=[DocumentInput(
-        id="hypersonic", title="Hypersonic heating", raw_text="Stagnation point heating of blunt bodies at hypersonic "
-        "Mach numbers.")])  # fmt: skip
+    documents_import(
+        actor=world.actor("service"),
+        items=[
+            DocumentInput(
+                id="hypersonic",
+                title="Hypersonic heating",
+                raw_text="Stagnation point heating of blunt bodies at hypersonic Mach numbers.",
+            )
+        ],
+    )
     body = search(world.client("other"), "heating of blunt bodies in hypersonic flow", k=1).json()
     assert body["results"][0]["document_id"] == "hypersonic"
 
@@ -98,9 +118,15 @@ def test_the_index_survives_a_restart(world, corpus, monkeypatch):
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"query": ""}, "query"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "k": 500}, "k"),
-     ({"query": "x", "project": "nope"}, "project"), ({"query": 5}, "query"), ({"query": "x", "extra": 1}, "extra")],
-)  # fmt: skip
+    [
+        ({"query": ""}, "query"),
+        ({"query": "x", "k": 0}, "k"),
+        ({"query": "x", "k": 500}, "k"),
+        ({"query": "x", "project": "nope"}, "project"),
+        ({"query": 5}, "query"),
+        ({"query": "x", "extra": 1}, "extra"),
+    ],
+)
 def test_search_bad_input(world, corpus, body, field):
     response = world.client("owner").post("/api/v1/retrieval/search", body, format="json")
     assert response.status_code == 400
@@ -112,11 +138,17 @@ def test_feedback_marks_results_and_writes_events(world, corpus):
     client = world.client("other")
     body = search(client, "wing flutter", k=3).json()
     top, second = body["results"][0]["chunk_id"], body["results"][1]["chunk_id"]
-    response = client.post("/api/v1/retrieval/feedback", {
-        "trace_id": body["trace_id"],
-        "results": [{"chunk_id": top, "cited": True, "used_in_answer": True, "outcome": "helpful"},
-                    {"chunk_id": second, "outcome": "stale"}],
-    }, format="json")  # fmt: skip
+    response = client.post(
+        "/api/v1/retrieval/feedback",
+        {
+            "trace_id": body["trace_id"],
+            "results": [
+                {"chunk_id": top, "cited": True, "used_in_answer": True, "outcome": "helpful"},
+                {"chunk_id": second, "outcome": "stale"},
+            ],
+        },
+        format="json",
+    )
     assert response.json() == {"updated": 2}
     rows = {r.chunk.chunk_id: r for r in RetrievalFeedback.objects.filter(trace_id=body["trace_id"])}
     assert (rows[top].cited, rows[top].used_in_answer, rows[top].outcome) == (True, True, "helpful")
@@ -129,8 +161,11 @@ def test_a_downvoted_answer_is_evidence_not_a_verdict(world, corpus):
     client = world.client("other")
     body = search(client, "wing flutter", k=3).json()
     used = body["results"][0]["chunk_id"]
-    client.post("/api/v1/retrieval/feedback", {"trace_id": body["trace_id"],
-                "results": [{"chunk_id": used, "used_in_answer": True}]}, format="json")  # fmt: skip
+    client.post(
+        "/api/v1/retrieval/feedback",
+        {"trace_id": body["trace_id"], "results": [{"chunk_id": used, "used_in_answer": True}]},
+        format="json",
+    )
     client.post("/api/v1/retrieval/feedback", {"trace_id": body["trace_id"], "answer_rating": "down"}, format="json")
     outcomes = {r.chunk.chunk_id: r.outcome for r in RetrievalFeedback.objects.filter(trace_id=body["trace_id"])}
     assert outcomes.pop(used) == "unhelpful"
@@ -139,9 +174,12 @@ def test_a_downvoted_answer_is_evidence_not_a_verdict(world, corpus):
 
 @pytest.mark.parametrize(
     ("results", "field"),
-    [([{"chunk_id": "nope#0"}], "chunk_id"), ([{"chunk_id": "wing#0", "outcome": "great"}], "outcome"),
-     ([{"chunk_id": "wing#0", "cited": "sometimes"}], "cited")],
-)  # fmt: skip
+    [
+        ([{"chunk_id": "nope#0"}], "chunk_id"),
+        ([{"chunk_id": "wing#0", "outcome": "great"}], "outcome"),
+        ([{"chunk_id": "wing#0", "cited": "sometimes"}], "cited"),
+    ],
+)
 def test_feedback_bad_input(world, corpus, results, field):
     body = search(world.client("other"), "wing flutter", k=3).json()
     feedback = {"trace_id": body["trace_id"], "results": results}
@@ -158,10 +196,17 @@ def test_another_users_trace_is_404(world, corpus):
     assert world.client("admin").post("/api/v1/retrieval/feedback", feedback, format="json").status_code == 200
 
 
-@pytest.mark.parametrize(("role", "project", "expected"), [
-    ("anonymous", None, 401), ("owner", None, 403), ("owner", "apollo", 403), ("other", "apollo", 403),
-    ("admin", None, 200), ("service", "apollo", 200),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("role", "project", "expected"),
+    [
+        ("anonymous", None, 401),
+        ("owner", None, 403),
+        ("owner", "apollo", 403),
+        ("other", "apollo", 403),
+        ("admin", None, 200),
+        ("service", "apollo", 200),
+    ],
+)
 def test_who_may_import(world, embedder, role, project, expected):
     doc = {"id": f"doc-{role}", "raw_text": "Some text about wings.", "project": project}
     response = world.client(role).post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
@@ -172,16 +217,22 @@ def test_who_may_import(world, embedder, role, project, expected):
 def test_a_project_admin_imports_into_their_project(world, embedder):
     ProjectMembership.objects.filter(user=world.owner).update(role="admin")
     doc = {"id": "plan", "raw_text": "Launch plan.", "project": "apollo"}
-    assert world.client("owner").post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json").json()[
-        "created"] == 1  # fmt: skip
+    assert (
+        world.client("owner").post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json").json()["created"]
+        == 1
+    )
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"documents": []}, "documents"), ({"documents": [{"id": "x"}]}, "raw_text"),
-    ({"documents": [{"id": "x", "raw_text": "   "}]}, "raw_text"),
-    ({"documents": [{"id": "x", "raw_text": "t", "project": "nope"}]}, "project"),
-    ({"documents": [{"id": f"d{i}", "raw_text": "t"} for i in range(501)]}, "documents"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"documents": []}, "documents"),
+        ({"documents": [{"id": "x"}]}, "raw_text"),
+        ({"documents": [{"id": "x", "raw_text": "   "}]}, "raw_text"),
+        ({"documents": [{"id": "x", "raw_text": "t", "project": "nope"}]}, "project"),
+        ({"documents": [{"id": f"d{i}", "raw_text": "t"} for i in range(501)]}, "documents"),
+    ],
+)
 def test_import_bad_input(world, body, field):
     response = world.client("admin").post("/api/v1/retrieval/documents", body, format="json")
     assert response.status_code == 400

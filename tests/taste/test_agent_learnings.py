@@ -50,8 +50,9 @@ def rate(client, response_id, rating="down", *, expect=201, **extra):
 
 
 def thumbs_down(world, response_id, text, reason, *, role="owner", tool=TOOL, project="apollo", **extra):
-    return rate(world.client(role), response_id, response_text=text, reason=reason, tool_name=tool,
-                project=project, **extra)  # fmt: skip
+    return rate(
+        world.client(role), response_id, response_text=text, reason=reason, tool_name=tool, project=project, **extra
+    )
 
 
 def feedback_events():
@@ -251,8 +252,12 @@ def test_context_injects_the_learning_only_in_its_project_and_tool(world, django
     assert [a["prevention_prompt"] for a in block["agent_learnings"]] == [prompt]
     assert prompt in block["text"]
     assert context(world, role="member", project="apollo", tool=TOOL)["agent_learnings"]  # shared in the project
-    for params in ({"project": "apollo", "tool": "calendar"}, {"project": "apollo"}, {"project": "zeus", "tool": TOOL},
-                   {"tool": TOOL}):  # fmt: skip
+    for params in (
+        {"project": "apollo", "tool": "calendar"},
+        {"project": "apollo"},
+        {"project": "zeus", "tool": TOOL},
+        {"tool": TOOL},
+    ):
         block = context(world, **params)
         assert block["agent_learnings"] == [], params
         assert prompt not in block["text"], params
@@ -363,14 +368,23 @@ def test_console_detail_escapes_markup_and_shows_the_evidence(world):
 def propose_learnings(world, n, start=0):
     for i in range(start, start + n):
         event, _ = response_feedback_record(
-            actor=world.actor("owner"), user=world.owner, response_id=f"r{i}", rating="down",
-            reason=f"reason {i}", response_text=f"response {i}", tool_name=TOOL, project=world.project,
-        )  # fmt: skip
+            actor=world.actor("owner"),
+            user=world.owner,
+            response_id=f"r{i}",
+            rating="down",
+            reason=f"reason {i}",
+            response_text=f"response {i}",
+            tool_name=TOOL,
+            project=world.project,
+        )
         services.promotion_propose(
-            actor=world.actor("admin"), promotion_type="agent_learning", subject_type="response_feedback",
-            subject_id=str(event.pk), project=world.project,
+            actor=world.actor("admin"),
+            promotion_type="agent_learning",
+            subject_type="response_feedback",
+            subject_id=str(event.pk),
+            project=world.project,
             proposed_learning={"title": f"Lesson {i}", "prevention_prompt": f"Check figure {i}.", "tool_name": TOOL},
-        )  # fmt: skip
+        )
 
 
 def test_console_list_runs_a_fixed_number_of_queries(world, django_assert_max_num_queries):

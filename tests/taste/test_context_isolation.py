@@ -94,31 +94,51 @@ class Scene:
 
 def plant(user, strings: dict[str, str]) -> None:
     """One user's private learning, each item carrying its marker."""
-    services.preference_add_manual(user=user, category="format", preference=strings["slug"].replace("_", " "),
-                                   description=f"Answer in short bullet lists ({strings['preference']})")  # fmt: skip
+    services.preference_add_manual(
+        user=user,
+        category="format",
+        preference=strings["slug"].replace("_", " "),
+        description=f"Answer in short bullet lists ({strings['preference']})",
+    )
     services.memory_remember(
         owner=user,
         finding=MemoryFinding(kind="fact", content=f"My locker code word is {strings['memory']}.", confidence=0.9),
         source_message=None,
     )
     LearnedWorkflow.objects.create(
-        user=user, workflow_name=f"Weekly status report {strings['workflow']}", trigger_pattern="weekly status report",
-        example_input="write my weekly status report", preferred_output="three bullet points", confidence=0.8,
-    )  # fmt: skip
+        user=user,
+        workflow_name=f"Weekly status report {strings['workflow']}",
+        trigger_pattern="weekly status report",
+        example_input="write my weekly status report",
+        preferred_output="three bullet points",
+        confidence=0.8,
+    )
     TastePattern.objects.create(
-        user=user, plugin="email", command="draft", correction_type="length", direction="shorter",
-        description="Shortened drafts", instruction=f"Keep email drafts short ({strings['taste']})",
-    )  # fmt: skip
+        user=user,
+        plugin="email",
+        command="draft",
+        correction_type="length",
+        direction="shorter",
+        description="Shortened drafts",
+        instruction=f"Keep email drafts short ({strings['taste']})",
+    )
 
 
 def share_and_apply(world, role: str, content: str, **learning) -> None:
     """A private memory of ``role``, shared through a reviewed promotion."""
-    memory = services.memory_remember(owner=getattr(world, role), source_message=None,
-                                      finding=MemoryFinding(kind="fact", content=content, confidence=0.9))  # fmt: skip
-    promotion, _ = promotion_propose(actor=world.actor(role), promotion_type="memory", subject_type="memory",
-                                     subject_id=str(memory.pk), proposed_learning=learning,
-                                     project=Project.objects.get(slug=learning["project"]) if learning.get("project")
-                                     else None)  # fmt: skip
+    memory = services.memory_remember(
+        owner=getattr(world, role),
+        source_message=None,
+        finding=MemoryFinding(kind="fact", content=content, confidence=0.9),
+    )
+    promotion, _ = promotion_propose(
+        actor=world.actor(role),
+        promotion_type="memory",
+        subject_type="memory",
+        subject_id=str(memory.pk),
+        proposed_learning=learning,
+        project=Project.objects.get(slug=learning["project"]) if learning.get("project") else None,
+    )
     for action in ("approve", "apply"):
         promotion_transition(actor=world.actor("admin"), promotion_id=str(promotion.pk), action=action)
 
@@ -137,8 +157,9 @@ def scene(world) -> Scene:
         private[name] = list(strings.values())
     # The owner's own words that read like orders to the assistant, as a preference and as a memory.
     services.preference_add_manual(user=world.owner, category="behavior", preference="budget", description=STEERING)
-    services.memory_remember(owner=world.owner, source_message=None,
-                             finding=MemoryFinding(kind="fact", content=STEERING, confidence=0.9))  # fmt: skip
+    services.memory_remember(
+        owner=world.owner, source_message=None, finding=MemoryFinding(kind="fact", content=STEERING, confidence=0.9)
+    )
     private["owner"].append(STEERING)
     share_and_apply(world, "member", TEAM_TEXT, visibility="team")
     share_and_apply(world, "other", ZEUS_TEXT, visibility="project", project="zeus")
@@ -200,9 +221,15 @@ def test_context_holds_the_viewers_private_learning_and_nobody_elses(scene, view
 
     used = LearningUsage.objects.filter(response_id="r-isolation")
     assert set(used.values_list("user_id", flat=True)) == {scene.user(viewer).pk}
-    foreign = {("preference", str(pk)) for pk in Preference.objects.exclude(user=scene.user(viewer)).values_list(
-        "pk", flat=True)} | {("memory", str(pk)) for pk in Memory.objects.filter(
-        visibility="private").exclude(owner=scene.user(viewer)).values_list("pk", flat=True)}  # fmt: skip
+    foreign = {
+        ("preference", str(pk))
+        for pk in Preference.objects.exclude(user=scene.user(viewer)).values_list("pk", flat=True)
+    } | {
+        ("memory", str(pk))
+        for pk in Memory.objects.filter(visibility="private")
+        .exclude(owner=scene.user(viewer))
+        .values_list("pk", flat=True)
+    }
     assert not foreign & set(used.values_list("item_type", "item_id"))
 
 
@@ -292,14 +319,32 @@ def test_steering_text_cannot_be_shared_by_any_other_path(scene, subject_type):
         else Preference.objects.get(user=owner, description=STEERING)
     )
     with pytest.raises(ApplicationError):  # an admin proposing it is refused like the owner
-        promotion_propose(actor=world.actor("admin"), promotion_type="memory", subject_type=subject_type,
-                          subject_id=str(subject.pk), proposed_learning={"visibility": "team"})  # fmt: skip
+        promotion_propose(
+            actor=world.actor("admin"),
+            promotion_type="memory",
+            subject_type=subject_type,
+            subject_id=str(subject.pk),
+            proposed_learning={"visibility": "team"},
+        )
     # A candidate written without the proposal checks (the scanners' bulk path) is refused when applied.
     [forged] = promotions_propose_bulk(
-        actor=world.actor("service"), promotion_type="memory", subject_type=subject_type,
-        proposals=[Proposal(subject_id=str(subject.pk), confidence=0.9, proposed_learning={
-            "owner": owner.pk, "kind": "fact", "content": STEERING, "visibility": "team", "confidence": 0.9})],
-    )  # fmt: skip
+        actor=world.actor("service"),
+        promotion_type="memory",
+        subject_type=subject_type,
+        proposals=[
+            Proposal(
+                subject_id=str(subject.pk),
+                confidence=0.9,
+                proposed_learning={
+                    "owner": owner.pk,
+                    "kind": "fact",
+                    "content": STEERING,
+                    "visibility": "team",
+                    "confidence": 0.9,
+                },
+            )
+        ],
+    )
     promotion_transition(actor=world.actor("admin"), promotion_id=str(forged.pk), action="approve")
     with pytest.raises(Conflict):
         promotion_transition(actor=world.actor("admin"), promotion_id=str(forged.pk), action="apply")

@@ -39,8 +39,9 @@ def remember(user, content, confidence=0.9) -> Memory:
 
 
 def learn_preference(user, description, confidence) -> Preference:
-    finding = PreferenceFinding(category="format", preference="release table", description=description,
-                                confidence=confidence)  # fmt: skip
+    finding = PreferenceFinding(
+        category="format", preference="release table", description=description, confidence=confidence
+    )
     return services.preference_learn(user=user, finding=finding, source_message=None)
 
 
@@ -127,8 +128,10 @@ def test_share_access(world, items, subject_type, role, on_behalf_of, expected):
     assert (promotion.subject_type, promotion.subject_id) == (subject_type, str(item.pk))
     learning = promotion.proposed_learning
     assert (learning["owner"], learning["content"], learning["visibility"]) == (
-        world.owner.pk, text_of(subject_type), "team"
-    )  # fmt: skip
+        world.owner.pk,
+        text_of(subject_type),
+        "team",
+    )
     assert not shared_rows().exists()  # nothing is shared before review
 
 
@@ -179,8 +182,7 @@ def test_share_bad_input_writes_nothing(world, zeus, items, subject_type, body, 
 
 @pytest.mark.parametrize("subject_type", SUBJECTS)
 @pytest.mark.parametrize(("project", "expected"), [("apollo", 201), ("zeus", 403)])
-def test_service_shares_only_into_projects_of_the_user_it_acts_for(world, zeus, items, subject_type, project,
-                                                                   expected):  # fmt: skip
+def test_service_shares_only_into_projects_of_the_user_it_acts_for(world, zeus, items, subject_type, project, expected):
     client = world.client("service", on_behalf_of="ext-owner")
     response = share(client, subject_type, items[subject_type], visibility="project", project=project)
     assert response.status_code == expected, response.content
@@ -238,8 +240,9 @@ def test_inactive_items_cannot_be_shared(world, items, subject_type):
 
 
 @pytest.mark.parametrize("subject_type", SUBJECTS)
-def test_team_memory_reaches_every_other_user_after_apply(world, items, subject_type,
-                                                          django_capture_on_commit_callbacks):  # fmt: skip
+def test_team_memory_reaches_every_other_user_after_apply(
+    world, items, subject_type, django_capture_on_commit_callbacks
+):
     text = text_of(subject_type)
     promotion_id = shared_by_owner(world, subject_type, items[subject_type], visibility="team")
     viewers = [("member", None), ("other", None), ("admin", None), ("service", "ext-other")]
@@ -251,8 +254,11 @@ def test_team_memory_reaches_every_other_user_after_apply(world, items, subject_
     review(world, promotion_id, "apply", capture=django_capture_on_commit_callbacks)
     row = shared_rows().get()
     assert (row.visibility, row.owner_id, row.content, str(row.promotion_id)) == (
-        "team", world.owner.pk, text, promotion_id
-    )  # fmt: skip
+        "team",
+        world.owner.pk,
+        text,
+        promotion_id,
+    )
     for role, on_behalf_of in viewers:
         client = world.client(role, on_behalf_of=on_behalf_of)
         for params in ({}, {"project": "apollo", "surface": "task_generation"}, {"surface": "agent", "tool": "x"}):
@@ -272,8 +278,9 @@ def test_team_memory_reaches_every_other_user_after_apply(world, items, subject_
 
 
 @pytest.mark.parametrize("subject_type", SUBJECTS)
-def test_project_memory_reaches_only_members_inside_the_project(world, zeus, items, subject_type,
-                                                                 django_capture_on_commit_callbacks):  # fmt: skip
+def test_project_memory_reaches_only_members_inside_the_project(
+    world, zeus, items, subject_type, django_capture_on_commit_callbacks
+):
     text = text_of(subject_type)
     promotion_id = shared_by_owner(world, subject_type, items[subject_type], visibility="project", project="apollo")
     review(world, promotion_id, "approve", "apply", capture=django_capture_on_commit_callbacks)
@@ -294,8 +301,9 @@ def test_project_memory_reaches_only_members_inside_the_project(world, zeus, ite
 
 
 @pytest.mark.parametrize("subject_type", SUBJECTS)
-def test_pausing_removes_it_from_context_and_resuming_restores_it(world, items, subject_type,
-                                                                  django_capture_on_commit_callbacks):  # fmt: skip
+def test_pausing_removes_it_from_context_and_resuming_restores_it(
+    world, items, subject_type, django_capture_on_commit_callbacks
+):
     text = text_of(subject_type)
     member = world.client("member")
     promotion_id = shared_by_owner(world, subject_type, items[subject_type], visibility="team")
@@ -333,8 +341,13 @@ def test_low_confidence_private_preference_never_becomes_a_team_memory(world, dj
     tentative = learn_preference(world.owner, PREFERENCE_TEXT, 0.5)
     assert share(world.client("owner"), "preference", tentative, visibility="team").status_code == 400
     with pytest.raises(ApplicationError) as refused:  # nor can anyone propose it on the owner's behalf
-        promotion_propose(actor=world.actor("admin"), promotion_type="memory", subject_type="preference",
-                          subject_id=str(tentative.pk), proposed_learning={"visibility": "team"})  # fmt: skip
+        promotion_propose(
+            actor=world.actor("admin"),
+            promotion_type="memory",
+            subject_type="preference",
+            subject_id=str(tentative.pk),
+            proposed_learning={"visibility": "team"},
+        )
     assert "subject_id" in refused.value.fields
     assert not LearningPromotion.objects.exists()
     assert not shared_rows().exists()
@@ -357,8 +370,7 @@ def test_a_preference_that_decayed_before_review_is_not_applied(world, django_ca
 
 
 @pytest.mark.parametrize("subject_type", SUBJECTS)
-def test_an_item_withdrawn_before_review_is_not_applied(world, items, subject_type,
-                                                        django_capture_on_commit_callbacks):  # fmt: skip
+def test_an_item_withdrawn_before_review_is_not_applied(world, items, subject_type, django_capture_on_commit_callbacks):
     item = items[subject_type]
     promotion_id = shared_by_owner(world, subject_type, item, visibility="team")
     if subject_type == "memory":

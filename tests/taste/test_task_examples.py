@@ -14,13 +14,22 @@ from promotions.models import LearningPromotion
 from promotions.scanners import task_example_scan
 
 
-def rated(world, title="Draft the Q3 budget memo", description="Summarise spend per line, travel included.", *,
-          rating="good", completed=True, project="apollo", role="owner") -> TaskFeedback:  # fmt: skip
+def rated(
+    world,
+    title="Draft the Q3 budget memo",
+    description="Summarise spend per line, travel included.",
+    *,
+    rating="good",
+    completed=True,
+    project="apollo",
+    role="owner",
+) -> TaskFeedback:
     snapshot = {"id": title, "title": title}
     if description is not None:
         snapshot["description"] = description
-    feedback, _ = task_feedback_record(actor=world.actor(role), task_snapshot=snapshot, rating=rating,
-                                       completed=completed, project_slug=project)  # fmt: skip
+    feedback, _ = task_feedback_record(
+        actor=world.actor(role), task_snapshot=snapshot, rating=rating, completed=completed, project_slug=project
+    )
     return feedback
 
 
@@ -39,11 +48,15 @@ def test_scan_proposes_a_good_complete_completed_task(world):
     assert (report.eligible, report.proposed) == (1, 1)
     promotion = candidates().get()
     assert (promotion.subject_type, promotion.subject_id, promotion.project) == (
-        "task_feedback", str(good.pk), world.project
-    )  # fmt: skip
+        "task_feedback",
+        str(good.pk),
+        world.project,
+    )
     learning = promotion.proposed_learning
-    assert (learning["title"], learning["description"]) == ("Draft the Q3 budget memo",
-                                                            "Summarise spend per line, travel included.")  # fmt: skip
+    assert (learning["title"], learning["description"]) == (
+        "Draft the Q3 budget memo",
+        "Summarise spend per line, travel included.",
+    )
     assert learning["completed"] is True
     assert task_example_scan().proposed == 0  # scanning again: still one
     assert candidates().count() == 1
@@ -119,9 +132,13 @@ def test_a_non_admin_cannot_propose_a_task_example(world, role):
 
 @pytest.mark.parametrize(
     ("kwargs", "subject_id"),
-    [({"rating": "bad"}, None), ({"description": None}, None), ({}, "not-a-uuid"),
-     ({}, "00000000-0000-0000-0000-000000000000")],
-)  # fmt: skip
+    [
+        ({"rating": "bad"}, None),
+        ({"description": None}, None),
+        ({}, "not-a-uuid"),
+        ({}, "00000000-0000-0000-0000-000000000000"),
+    ],
+)
 def test_an_admin_cannot_propose_a_task_that_cannot_be_an_example(world, kwargs, subject_id):
     feedback = rated(world, **kwargs)
     body = {"promotion_type": "task_example", "subject_id": subject_id or str(feedback.pk)}
@@ -141,14 +158,23 @@ def test_task_generation_is_shown_three_examples_and_the_prevention_prompts(worl
     for i in range(4):
         rated(world, f"Task example {i}", f"What to do for example {i}.")
     assert task_example_scan().proposed == 4
-    event, _ = response_feedback_record(actor=world.actor("owner"), user=world.owner, response_id="r1",
-                                        rating="down", reason="too vague", project=world.project)  # fmt: skip
+    event, _ = response_feedback_record(
+        actor=world.actor("owner"),
+        user=world.owner,
+        response_id="r1",
+        rating="down",
+        reason="too vague",
+        project=world.project,
+    )
     prompt = "When generating tasks, name the owner and the due date of each."
     services.promotion_propose(
-        actor=world.actor("admin"), promotion_type="agent_learning", subject_type="response_feedback",
-        subject_id=str(event.pk), project=world.project,
+        actor=world.actor("admin"),
+        promotion_type="agent_learning",
+        subject_type="response_feedback",
+        subject_id=str(event.pk),
+        project=world.project,
         proposed_learning={"title": "Tasks too vague", "prevention_prompt": prompt, "tool_name": ""},
-    )  # fmt: skip
+    )
     with django_capture_on_commit_callbacks(execute=True):
         for promotion in LearningPromotion.objects.filter(status="candidate"):
             approve_and_apply(world, promotion.pk)

@@ -92,8 +92,11 @@ def test_run_owner(world):
     assert (ran["applied"], ran["notices"]) == ([], [])
     event = FeedbackEvent.objects.get(subject_id=ran["run_id"])
     assert (event.event_type, event.subject_type, event.target_id, event.surface) == (
-        "post_command", "command_run", "email/draft", "command"
-    )  # fmt: skip
+        "post_command",
+        "command_run",
+        "email/draft",
+        "command",
+    )
     assert (event.user, event.writer, event.session_id) == (world.owner, f"user:{world.owner.pk}", "s-1")
     assert event.after_snapshot == {"output": REPORT, "parameters": {"tone": "formal"}}
     assert event.metadata == {"plugin": "email", "command": "draft", "applied_patterns": []}
@@ -185,9 +188,13 @@ def test_run_service_refuses_parameters_that_are_not_an_object(world):
     for parameters in (["tone"], [], "", 0):
         with pytest.raises(taste.ApplicationError) as caught:
             taste.command_run_record(
-                actor=world.actor("owner"), user=world.owner, plugin="email", command="draft", output="x",
+                actor=world.actor("owner"),
+                user=world.owner,
+                plugin="email",
+                command="draft",
+                output="x",
                 parameters=parameters,  # type: ignore[arg-type]
-            )  # fmt: skip
+            )
         assert "parameters" in caught.value.fields
     assert FeedbackEvent.objects.count() == 0
 
@@ -230,8 +237,11 @@ def test_decision_owner(world):
     assert (result["confirmed"], result["overridden"], result["rejected"], result["patterns"]) == ([], [], [], [])
     event = FeedbackEvent.objects.get(event_type="decision_point")
     assert (event.user, event.subject_id, event.reason_category, event.free_text) == (
-        world.owner, run_id, "edited", "too long"
-    )  # fmt: skip
+        world.owner,
+        run_id,
+        "edited",
+        "too long",
+    )
     assert event.after_snapshot == {"edited_output": WITHOUT_NEXT_STEPS}
 
 
@@ -357,8 +367,12 @@ def test_three_reruns_with_the_same_parameter_create_a_parameter_pattern(world):
         assert TastePattern.objects.filter(user=world.owner).exists() == (i == 2)
     pattern = TastePattern.objects.get(user=world.owner)
     assert (pattern.plugin, pattern.command, pattern.correction_type, pattern.direction, pattern.status) == (
-        "email", "draft", "parameter", "tone=casual", "candidate"
-    )  # fmt: skip
+        "email",
+        "draft",
+        "parameter",
+        "tone=casual",
+        "candidate",
+    )
     assert pattern.instruction == "Run email draft with tone = casual."
     assert "3/3 times" in pattern.description
     assert result["patterns"][0]["id"] == pattern.pk

@@ -32,9 +32,15 @@ def test_a_heading_line_of_thousands_of_spaces_is_read_in_linear_time():
 
 def test_a_post_command_written_through_the_generic_events_api_is_not_a_run(world):
     client = world.client("owner")
-    forged = {"event_type": "post_command", "event_family": "tool_action", "signal": "completed",
-              "subject_type": "command_run", "subject_id": "6f1c3b1e-8a43-4a53-9a8e-3c2f4f1d2b10",
-              "metadata": {"plugin": 7}, "after_snapshot": ["not", "a", "run"]}  # fmt: skip
+    forged = {
+        "event_type": "post_command",
+        "event_family": "tool_action",
+        "signal": "completed",
+        "subject_type": "command_run",
+        "subject_id": "6f1c3b1e-8a43-4a53-9a8e-3c2f4f1d2b10",
+        "metadata": {"plugin": 7},
+        "after_snapshot": ["not", "a", "run"],
+    }
     assert client.post(EVENTS, forged, format="json").status_code == 201
     response = client.post(DECISIONS, {"run_id": forged["subject_id"], "decision": "accepted"}, format="json")
     assert response.status_code == 404
@@ -44,8 +50,13 @@ def test_a_post_command_written_through_the_generic_events_api_is_not_a_run(worl
 def test_malformed_decision_events_do_not_break_learning_from_real_ones(world):
     client = world.client("owner")
     corrections = [{"type": 1}, "x", {"direction": None}]
-    junk = {"event_type": "decision_point", "event_family": "tool_action", "signal": "corrected",
-            "target_id": "email/draft", "metadata": {"corrections": corrections}}  # fmt: skip
+    junk = {
+        "event_type": "decision_point",
+        "event_family": "tool_action",
+        "signal": "corrected",
+        "target_id": "email/draft",
+        "metadata": {"corrections": corrections},
+    }
     assert client.post(EVENTS, junk, format="json").status_code == 201
     assert learn_section_pattern(world).status == "candidate"
 
@@ -53,9 +64,16 @@ def test_malformed_decision_events_do_not_break_learning_from_real_ones(world):
 def test_malformed_thumbs_down_from_the_generic_api_do_not_break_the_agent_scan(world):
     client = world.client("owner")
     for i in range(2):
-        body = {"event_type": "response_feedback", "event_family": "assistant_response", "signal": "negative",
-                "subject_type": "assistant_response", "subject_id": f"r{i}", "free_text": "wrong budget figure",
-                "metadata": {"tags": 7, "tool_name": ["x"]}, "after_snapshot": ["a", "list"]}  # fmt: skip
+        body = {
+            "event_type": "response_feedback",
+            "event_family": "assistant_response",
+            "signal": "negative",
+            "subject_type": "assistant_response",
+            "subject_id": f"r{i}",
+            "free_text": "wrong budget figure",
+            "metadata": {"tags": 7, "tool_name": ["x"]},
+            "after_snapshot": ["a", "list"],
+        }
         assert client.post(EVENTS, body, format="json").status_code == 201
     report = agent_learning_scan()
     assert (report.thumbs_down, report.proposed) == (2, 1)
@@ -76,8 +94,9 @@ def test_two_decisions_on_one_run_at_once_count_once(world):
 
 def test_dont_stop_applying_this_stops_nothing_and_stop_reaches_only_a_recent_pattern(world):
     pattern = learn_section_pattern(world)
-    taste.command_run_record(actor=world.actor("owner"), user=world.owner, plugin="email", command="draft",
-                             output=REPORT)  # fmt: skip
+    taste.command_run_record(
+        actor=world.actor("owner"), user=world.owner, plugin="email", command="draft", output=REPORT
+    )
     client = world.client("owner")
     client.post("/api/v1/messages", {"session_id": "s", "content": "Please don't stop applying this."}, format="json")
     pattern.refresh_from_db()
@@ -97,10 +116,17 @@ def test_an_oversized_tool_trace_is_refused_naming_it(world):
 
 
 def test_a_proposer_cannot_change_what_a_task_example_says(world):
-    feedback, _ = task_feedback_record(actor=world.actor("owner"), rating="good", completed=True,
-                                       task_snapshot={"title": "Real title", "description": "Real text"})  # fmt: skip
-    body = {"promotion_type": "task_example", "subject_id": str(feedback.pk),
-            "proposed_learning": {"title": "Harmless", "description": "Shown to the reviewer"}}  # fmt: skip
+    feedback, _ = task_feedback_record(
+        actor=world.actor("owner"),
+        rating="good",
+        completed=True,
+        task_snapshot={"title": "Real title", "description": "Real text"},
+    )
+    body = {
+        "promotion_type": "task_example",
+        "subject_id": str(feedback.pk),
+        "proposed_learning": {"title": "Harmless", "description": "Shown to the reviewer"},
+    }
     response = world.client("admin").post("/api/v1/promotions/", body, format="json")
     assert response.status_code == 201
     assert response.json()["proposed_learning"]["title"] == "Real title"
@@ -109,8 +135,11 @@ def test_a_proposer_cannot_change_what_a_task_example_says(world):
 def test_an_agent_learning_with_malformed_tags_is_refused_at_proposal(world):
     world.client("owner").post("/api/v1/responses/feedback", {"response_id": "r1", "rating": "down"}, format="json")
     event = FeedbackEvent.objects.get(event_type="response_feedback")
-    body = {"promotion_type": "agent_learning", "subject_id": str(event.pk),
-            "proposed_learning": {"prevention_prompt": "Check the figures.", "tags": 5}}  # fmt: skip
+    body = {
+        "promotion_type": "agent_learning",
+        "subject_id": str(event.pk),
+        "proposed_learning": {"prevention_prompt": "Check the figures.", "tags": 5},
+    }
     response = world.client("admin").post("/api/v1/promotions/", body, format="json")
     assert response.status_code == 400
     assert "proposed_learning" in response.json()["error"]["fields"]
@@ -119,8 +148,13 @@ def test_an_agent_learning_with_malformed_tags_is_refused_at_proposal(world):
 def test_the_task_example_scan_reads_a_fixed_number_of_queries(world):
     def rate(n, start):
         for i in range(start, start + n):
-            task_feedback_record(actor=world.actor("owner"), rating="good", completed=True, project_slug="apollo",
-                                 task_snapshot={"title": f"Task {i}", "description": "Do it"})  # fmt: skip
+            task_feedback_record(
+                actor=world.actor("owner"),
+                rating="good",
+                completed=True,
+                project_slug="apollo",
+                task_snapshot={"title": f"Task {i}", "description": "Do it"},
+            )
 
     rate(3, 0)
     with CaptureQueriesContext(connection) as few:
