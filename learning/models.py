@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from retrieval.fields import EmbeddingField
+from core.fields import EmbeddingField
 
 PREFERENCE_CATEGORIES = ("tone", "length", "format", "expertise", "output", "behavior")
 

@@ -147,9 +147,9 @@ def messages_claim(*, first_id: str, limit: int) -> list[str]:
 def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     """Analyse user messages, oldest first, embedding them in one batch; already analysed or
     missing ones are skipped, so any delivery of any batch can run again harmlessly."""
+    from core.embeddings import get_embedder
     from learning.analyzer import get_analyzer
     from learning.analyzer.local import LocalAnalyzer
-    from retrieval.embeddings import get_embedder
 
     messages = list(
         ChatMessage.objects.select_related("user", "project")

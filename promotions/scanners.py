@@ -200,7 +200,7 @@ def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
     distinct responses becomes one candidate prevention prompt, with the responses as evidence.
     Thumbs-down already behind a promotion are not counted again; reasons that try to steer the
     assistant are flagged for review and never become a prompt."""
-    from retrieval.embeddings import get_embedder
+    from core.embeddings import get_embedder
 
     actor = actor or Actor.for_system()
     since = timezone.now() - timedelta(days=settings.AGENT_SCAN_DAYS)

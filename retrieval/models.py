@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from retrieval.fields import EmbeddingField
+from core.fields import EmbeddingField
 
 OUTCOMES = ("helpful", "unhelpful", "wrong_project", "stale", "unsupported", "unknown")
 

@@ -15,10 +15,10 @@ from django.db import transaction
 from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
+from core.embeddings import get_embedder
 from feedback.models import EventFamily, Signal
 from feedback.services import EventInput, events_record_bulk
 from retrieval.chunking import chunk_text
-from retrieval.embeddings import get_embedder
 from retrieval.index import bump_generation, get_index
 from retrieval.models import (
     OUTCOMES,

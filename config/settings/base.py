@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: the docs work offline
+    "core",
     "accounts",
     "feedback",
     "learning",

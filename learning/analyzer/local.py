@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
+from core.embeddings import get_embedder
 from learning.analyzer import catalog, exemplars
 from learning.analyzer.base import (
     Analysis,
@@ -26,7 +27,6 @@ from learning.analyzer.base import (
     PreferenceFinding,
     WorkflowFinding,
 )
-from retrieval.embeddings import get_embedder
 
 TYPES = ("preference", "correction", "pain_point", "memory", "none")
 WORKFLOW_MIN_MATCHES = 2  # similar past prompts; with this one, three of a kind

@@ -24,7 +24,7 @@ DOCS = {
 
 @pytest.fixture
 def corpus(world):
-    from retrieval.embeddings import get_embedder
+    from core.embeddings import get_embedder
 
     get_embedder()
     documents_import(actor=world.actor("service"), items=[DocumentInput(id=k, raw_text=v) for k, v in DOCS.items()])

@@ -33,7 +33,7 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def embedder():
-    from retrieval.embeddings import get_embedder
+    from core.embeddings import get_embedder
 
     return get_embedder()
 
@@ -267,7 +267,7 @@ def test_import_command_skips_documents_without_text(db, tmp_path, embedder):
 
 def test_openai_compatible_embeddings_backend(world, settings):
     """The production embedding option, through the real openai client against a local server."""
-    from retrieval.embeddings import OpenAIEmbedder, get_embedder
+    from core.embeddings import OpenAIEmbedder, get_embedder
     from tests.learning.fake_openai import FakeOpenAI
 
     fake = FakeOpenAI().start()
