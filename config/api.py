@@ -11,6 +11,8 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 
 class StrictCharField(serializers.CharField):
@@ -40,6 +42,20 @@ class NewestFirstCursorPagination(CursorPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
+
+
+def paginated_list(
+    *,
+    request: Request,
+    view: APIView,
+    queryset: QuerySet,
+    filterset_class: type[django_filters.FilterSet],
+    output_serializer: type[serializers.Serializer],
+) -> Response:
+    """The body every list endpoint answers with: the filtered queryset, one cursor page of it, newest first."""
+    paginator = NewestFirstCursorPagination()
+    page = paginator.paginate_queryset(filter_queryset(filterset_class, request, queryset), request, view=view)
+    return paginator.get_paginated_response(output_serializer(page, many=True).data)
 
 
 def filter_queryset(filterset_class: type[django_filters.FilterSet], request: Request, queryset: QuerySet) -> QuerySet:

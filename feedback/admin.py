@@ -1,19 +1,7 @@
 from django.contrib import admin
 
+from core.admin import ReadOnlyAdmin
 from feedback.models import FeedbackEvent, TaskFeedback
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows written only by services: visible here, never edited here."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(FeedbackEvent)

@@ -15,11 +15,10 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import (
-    NewestFirstCursorPagination,
     StrictCharField,
     StrictInputSerializer,
-    filter_queryset,
     filterset_parameters,
+    paginated_list,
 )
 from config.exceptions import flatten_errors
 from feedback.filters import FeedbackEventFilter, TaskFeedbackFilter
@@ -178,10 +177,13 @@ class FeedbackEventListCreateApi(APIView):
         summary="List feedback events you may read (cursor pagination, newest first)",
     )
     def get(self, request: Request) -> Response:
-        queryset = filter_queryset(FeedbackEventFilter, request, event_list(actor=Actor.from_request(request)))
-        paginator = NewestFirstCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(EventOutputSerializer(page, many=True).data)
+        return paginated_list(
+            request=request,
+            view=self,
+            queryset=event_list(actor=Actor.from_request(request)),
+            filterset_class=FeedbackEventFilter,
+            output_serializer=EventOutputSerializer,
+        )
 
 
 class FeedbackEventBulkApi(APIView):
@@ -280,10 +282,13 @@ class TaskFeedbackListCreateApi(APIView):
         summary="List task ratings you may read",
     )
     def get(self, request: Request) -> Response:
-        queryset = filter_queryset(TaskFeedbackFilter, request, task_feedback_list(actor=Actor.from_request(request)))
-        paginator = NewestFirstCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(TaskFeedbackOutputSerializer(page, many=True).data)
+        return paginated_list(
+            request=request,
+            view=self,
+            queryset=task_feedback_list(actor=Actor.from_request(request)),
+            filterset_class=TaskFeedbackFilter,
+            output_serializer=TaskFeedbackOutputSerializer,
+        )
 
 
 class TaskFeedbackDetailApi(APIView):

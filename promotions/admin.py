@@ -1,22 +1,14 @@
 from django.contrib import admin
 
+from core.admin import ReadOnlyAdmin
 from promotions.models import LearningPromotion
 
 
 @admin.register(LearningPromotion)
-class LearningPromotionAdmin(admin.ModelAdmin):
+class LearningPromotionAdmin(ReadOnlyAdmin):
     """Read-only here: lifecycle actions go through the API (and its audit trail)."""
 
     list_display = ("created_at", "promotion_type", "subject_type", "subject_id", "status", "confidence", "reviewed_by")
     list_filter = ("status", "promotion_type", "risk_level")
     search_fields = ("subject_id", "review_notes")
     list_select_related = ("reviewed_by", "project")
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

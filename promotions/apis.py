@@ -11,11 +11,10 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import (
-    NewestFirstCursorPagination,
     StrictCharField,
     StrictInputSerializer,
-    filter_queryset,
     filterset_parameters,
+    paginated_list,
 )
 from config.exceptions import AccessDenied
 from promotions import selectors, services
@@ -77,10 +76,13 @@ class PromotionListCreateApi(APIView):
         summary="The promotion ledger, newest first",
     )
     def get(self, request: Request) -> Response:
-        queryset = filter_queryset(PromotionFilter, request, selectors.promotion_list(actor=_admin(request)))
-        paginator = NewestFirstCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(PromotionOutputSerializer(page, many=True).data)
+        return paginated_list(
+            request=request,
+            view=self,
+            queryset=selectors.promotion_list(actor=_admin(request)),
+            filterset_class=PromotionFilter,
+            output_serializer=PromotionOutputSerializer,
+        )
 
     @extend_schema(
         request=ProposeInputSerializer,

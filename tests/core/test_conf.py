@@ -40,3 +40,11 @@ def test_a_bad_value_fails_the_check_and_the_read(settings, name, value, says):
     assert says in errors[0].msg
     with pytest.raises(ImproperlyConfigured, match=says):
         getattr(example, name)
+
+
+def test_the_environment_is_read_when_settings_do_not_say(monkeypatch):
+    monkeypatch.setenv("CORE_TEST_COUNT", "7")
+    assert example.CORE_TEST_COUNT == 7
+    monkeypatch.setenv("CORE_TEST_COUNT", "seven")
+    with pytest.raises(ImproperlyConfigured, match="must be int"):
+        _ = example.CORE_TEST_COUNT

@@ -1,0 +1,12 @@
+"""The accounts app's tunables, typed and range-checked (see ``core.conf``)."""
+
+from __future__ import annotations
+
+from core.conf import AppSettings
+
+
+class AccountsSettings(AppSettings):
+    """Declared here once; values come from Django settings or the environment."""
+
+
+accounts_settings = AccountsSettings()
