@@ -1,5 +1,6 @@
 """Chat history, learned preferences, prompt patterns, workflows, memories, taste patterns and
-agent learnings (with the record of where each learning was injected)."""
+agent learnings (with the record of where each learning was injected), and command runs with their
+decisions (what taste is learned from)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from core.fields import EmbeddingField
 
@@ -171,10 +173,9 @@ class Memory(models.Model):
     confidence = models.FloatField(default=0.5)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     source_message = models.ForeignKey(ChatMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    # Team and project memories exist only as the destination of an applied promotion.
-    promotion = models.OneToOneField(
-        "promotions.LearningPromotion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
+    # Team and project memories exist only as the destination of an applied promotion. A plain id:
+    # the ledger points here (destination_record_id); learning does not depend on promotions.
+    promotion_id = models.UUIDField(null=True, blank=True, unique=True)
     # Text that reads like instructions to the assistant: kept, quoted, never shared.
     needs_review = models.BooleanField(default=False)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -192,7 +193,7 @@ class Memory(models.Model):
                 fields=["owner", "content_hash"], condition=Q(visibility="private"), name="memory_unique_owner_content"
             ),
             models.CheckConstraint(
-                condition=Q(visibility="private") | Q(promotion__isnull=False) | Q(status="archived"),
+                condition=Q(visibility="private") | Q(promotion_id__isnull=False) | Q(status="archived"),
                 name="memory_shared_only_by_promotion",
             ),
             models.CheckConstraint(
@@ -273,7 +274,7 @@ class AgentLearning(models.Model):
     prevention_prompt = models.TextField()
     evidence = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    promotion = models.OneToOneField("promotions.LearningPromotion", on_delete=models.PROTECT, related_name="+")
+    promotion_id = models.UUIDField(unique=True)  # the promotion that made it (a plain id, as on Memory)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -330,3 +331,65 @@ class LearningUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_type} {self.item_id} → {self.response_id or '-'} ({self.outcome})"
+
+
+class CommandRun(models.Model):
+    """One run of a tool (a plugin's command) and the output it showed: what a decision is about.
+    Its id is the run_id the API returns; the ``post_command`` event it wrote is its trace in the
+    feedback stream."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Indexed by command_run_user_tool, which starts with it.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    plugin = models.CharField(max_length=100)
+    command = models.CharField(max_length=100)
+    parameters = models.JSONField(default=dict, blank=True)
+    output = models.TextField(blank=True, default="")
+    # The ids of the taste patterns in force when it ran: its decision confirms or overrides them.
+    applied_patterns = models.JSONField(default=list, blank=True)
+    event = models.OneToOneField("feedback.FeedbackEvent", on_delete=models.PROTECT, related_name="+")
+    # Not auto_now_add: runs copied from older events keep the time they ran.
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        db_table = "command_runs"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index("user", "plugin", "command", models.F("created_at").desc(), name="command_run_user_tool"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.plugin}/{self.command} run {self.id}"
+
+
+class CommandDecision(models.Model):
+    """What the user did with one run's output, and the corrections derived from it. One per run:
+    the one-to-one column's unique constraint is that rule."""
+
+    class Decision(models.TextChoices):
+        ACCEPTED = "accepted"
+        EDITED = "edited"
+        REJECTED = "rejected"
+        RERUN = "rerun"
+
+    run = models.OneToOneField(CommandRun, on_delete=models.CASCADE, related_name="decision")
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    edited_output = models.TextField(null=True, blank=True)  # an edited decision's text
+    parameters = models.JSONField(null=True, blank=True)  # a rerun's new parameters
+    corrections = models.JSONField(default=list, blank=True)  # [{type, direction, detail}]
+    event = models.OneToOneField("feedback.FeedbackEvent", on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        db_table = "command_decisions"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(decision__in=["accepted", "edited", "rejected", "rerun"]), name="command_decision_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decision} on run {self.run_id}"

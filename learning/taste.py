@@ -1,8 +1,10 @@
 """Taste learning: a tool's runs, what the user did with each output, and the patterns that follow.
 
-1. ``command_run_record``: a ``post_command`` event (plugin, command, parameters, output). The
-   taste patterns in force for that plugin/command are recorded on the run: they were applied.
-2. ``command_decision_record``: a ``decision_point`` event (accepted, edited, rejected, re-run).
+1. ``command_run_record``: a ``CommandRun`` row and its ``post_command`` event (plugin, command,
+   parameters, output). The taste patterns in force for that plugin/command are recorded on the
+   run: they were applied.
+2. ``command_decision_record``: the run's one ``CommandDecision`` row and its ``decision_point``
+   event (accepted, edited, rejected, re-run).
    The correction is derived from the run's output and the edited text (``learning.corrections``).
    Then, for each pattern applied to the run: accepted unchanged is a confirmation; an edit the
    other way, a rejection or a re-run is an override. Three overrides in a row reject it.
@@ -28,11 +30,11 @@ from django.utils import timezone
 from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
-from feedback.models import EventFamily, FeedbackEvent, Signal
+from feedback.models import EventFamily, Signal
 from feedback.services import EventInput, event_record, snapshot_fields_check
 from learning.context import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
-from learning.models import TastePattern
+from learning.models import CommandDecision, CommandRun, TastePattern
 from learning.selectors import taste_patterns_applicable
 
 DECISIONS = ("accepted", "edited", "rejected", "rerun")
@@ -83,7 +85,7 @@ def command_run_record(
     project: Project | None = None,
     session_id: str = "",
 ) -> RunResult:
-    """Record one run of a tool (``post_command``) and which taste patterns were applied to it."""
+    """Record one run of a tool (its row and ``post_command`` event) and the taste patterns applied to it."""
     plugin, command = _name(plugin, "plugin"), _name(command, "command")
     if parameters is not None and not isinstance(parameters, dict):
         raise ApplicationError("parameters must be a JSON object.", field="parameters")
@@ -92,7 +94,7 @@ def command_run_record(
     applied = taste_patterns_applicable(user=user, plugin=plugin, command=command)
     run_id = str(uuid.uuid4())
     with transaction.atomic():
-        event_record(
+        write = event_record(
             actor=actor,
             data=EventInput(
                 event_type="post_command",
@@ -109,6 +111,18 @@ def command_run_record(
                 metadata={"plugin": plugin, "command": command, "applied_patterns": [p.pk for p in applied]},
             ),
         )
+        CommandRun.objects.create(
+            id=run_id,
+            user=user,
+            project=write.event.project,
+            session_id=session_id[:255],
+            plugin=plugin,
+            command=command,
+            parameters=parameters or {},
+            output=output,
+            applied_patterns=[p.pk for p in applied],
+            event=write.event,
+        )
         if applied:
             TastePattern.objects.filter(pk__in=[p.pk for p in applied]).update(last_applied_at=timezone.now())
     return RunResult(run_id=run_id, applied=applied)
@@ -123,34 +137,17 @@ def _name(value: str, field_name: str) -> str:
     return value
 
 
-def _run_get(*, user: User, run_id: str) -> FeedbackEvent:
+def _run_get(*, user: User, run_id: str) -> CommandRun:
     try:
-        run_id = str(uuid.UUID(str(run_id)))  # canonical: how command_run_record stored it
+        parsed = uuid.UUID(str(run_id))  # any spelling of the id command_run_record returned
     except ValueError as exc:
         raise ApplicationError("run_id must be the id a recorded run returned.", field="run_id") from exc
-    run = FeedbackEvent.objects.filter(
-        subject_type="command_run", subject_id=run_id, event_type="post_command", user=user
-    ).first()
-    if run is None or not _is_run(run):
-        # A post_command written some other way (the generic events API) is not a run we recorded.
+    # Only runs command_run_record wrote have a row: a post_command sent through the generic
+    # events API is not a run.
+    run = CommandRun.objects.select_related("project").filter(pk=parsed, user=user).first()
+    if run is None:
         raise NotFoundError("No such run: record the post_command before its decision.", field="run_id")
     return run
-
-
-def _is_run(run: FeedbackEvent) -> bool:
-    """The shape command_run_record writes: metadata with plugin, command and applied pattern ids,
-    and an output text with its parameters."""
-    meta, shown = run.metadata, run.after_snapshot
-    return (
-        isinstance(meta, dict)
-        and isinstance(meta.get("plugin"), str)
-        and isinstance(meta.get("command"), str)
-        and isinstance(meta.get("applied_patterns", []), list)
-        and all(isinstance(pk, int) for pk in meta.get("applied_patterns", []))
-        and isinstance(shown, dict)
-        and isinstance(shown.get("output"), str)
-        and isinstance(shown.get("parameters", {}), dict)
-    )
 
 
 def command_decision_record(
@@ -163,8 +160,9 @@ def command_decision_record(
     parameters: dict[str, Any] | None = None,
     reason: str = "",
 ) -> DecisionResult:
-    """Record what the user did with a run's output (``decision_point``), derive the correction,
-    confirm or override the patterns applied to the run, and learn the patterns it completes."""
+    """Record what the user did with a run's output (its row and ``decision_point`` event), derive
+    the correction, confirm or override the patterns applied to the run, and learn the patterns
+    it completes."""
     if decision not in DECISIONS:
         raise ApplicationError(f"decision must be one of {', '.join(DECISIONS)}.", field="decision")
     if decision == "edited" and edited_output is None:
@@ -179,50 +177,61 @@ def command_decision_record(
     if after_snapshot is not None:
         snapshot_fields_check(after_snapshot)
     run = _run_get(user=user, run_id=run_id)
-    shown: dict[str, Any] = run.after_snapshot or {}  # its shape is checked by _run_get
-    plugin, command = run.metadata["plugin"], run.metadata["command"]
+    plugin, command = run.plugin, run.command
     corrections: list[Correction] = []
     if decision == "edited":
-        corrections = corrections_derive(shown.get("output", ""), edited_output or "")
+        corrections = corrections_derive(run.output, edited_output or "")
     elif decision == "rerun":
-        corrections = parameter_changes(shown.get("parameters") or {}, parameters or {})
+        corrections = parameter_changes(run.parameters or {}, parameters or {})
     result = DecisionResult(decision=decision, corrections=corrections)
     with transaction.atomic():
-        # One decision per output (what the user did with it); the run's row lock makes a retried
-        # or concurrent second request wait and then see the first, so nothing counts twice.
-        FeedbackEvent.objects.select_for_update().filter(pk=run.pk).first()
-        if FeedbackEvent.objects.filter(
-            subject_type="command_run", subject_id=run.subject_id, event_type="decision_point"
-        ).exists():
-            raise Conflict("This run already has its decision; record a new run for a new output.", field="run_id")
-        event_record(
+        write = event_record(
             actor=actor,
             data=EventInput(
                 event_type="decision_point",
                 event_family=EventFamily.TOOL_ACTION,
                 signal=_SIGNAL[decision],
                 user_id=user.pk,
-                project_slug=run.project.slug if run.project_id and run.project else None,
+                project_slug=run.project.slug if run.project else None,
                 session_id=run.session_id,
-                target_id=run.target_id,
+                target_id=target_of(plugin, command),
                 surface="command",
                 subject_type="command_run",
-                subject_id=run.subject_id,
+                subject_id=str(run.pk),
                 reason_category=decision,
                 free_text=reason[:10_000],
-                before_snapshot={"words": len(shown.get("output", "").split())},
+                before_snapshot={"words": len(run.output.split())},
                 after_snapshot=after_snapshot,
                 metadata={
                     "plugin": plugin,
                     "command": command,
                     "decision": decision,
                     "corrections": [c.as_dict() for c in corrections],
-                    "applied_patterns": run.metadata.get("applied_patterns", []),
+                    "applied_patterns": run.applied_patterns,
                 },
             ),
         )
-        _judge_applied(result, user=user, applied=run.metadata.get("applied_patterns", []))
-        result.patterns = _learn(user=user, plugin=plugin, command=command, target=run.target_id)
+        # One decision per output (what the user did with it): the unique run column refuses a
+        # second one, and a concurrent second request waits on it and is refused once the first
+        # commits, before it judged anything; its event goes with its rolled-back transaction.
+        try:
+            with transaction.atomic():
+                CommandDecision.objects.create(
+                    run=run,
+                    decision=decision,
+                    edited_output=edited_output if decision == "edited" else None,
+                    parameters=parameters if decision == "rerun" else None,
+                    corrections=[c.as_dict() for c in corrections],
+                    event=write.event,
+                )
+        except IntegrityError as exc:
+            if not CommandDecision.objects.filter(run=run).exists():
+                raise  # not the one-decision rule: a fault to see, not a conflict to report
+            raise Conflict(
+                "This run already has its decision; record a new run for a new output.", field="run_id"
+            ) from exc
+        _judge_applied(result, user=user, applied=run.applied_patterns)
+        result.patterns = _learn(user=user, plugin=plugin, command=command)
         transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
     return result
 
@@ -296,28 +305,18 @@ def _confidence(pattern: TastePattern) -> float:
     return round(min(1.0, consistency) * trust, 4)
 
 
-def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TastePattern]:
+def _learn(*, user: User, plugin: str, command: str) -> list[TastePattern]:
     """Count the directions of the user's recent decisions on this plugin/command; create or
-    update the pattern of every direction seen often enough. Reads at most TASTE_WINDOW events."""
-    recent = list(
-        FeedbackEvent.objects.filter(
-            user=user, target_id=target, event_family=EventFamily.TOOL_ACTION, event_type="decision_point"
-        )
+    update the pattern of every direction seen often enough. Reads at most TASTE_WINDOW decisions."""
+    # Decision rows only: decision_point events sent through the generic events API are not read.
+    recent: list[list[dict[str, Any]]] = list(
+        CommandDecision.objects.filter(run__user=user, run__plugin=plugin, run__command=command)
         .order_by("-created_at")
-        .values_list("metadata", flat=True)[: settings.TASTE_WINDOW]
+        .values_list("corrections", flat=True)[: settings.TASTE_WINDOW]
     )
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for metadata in recent:
-        found = metadata.get("corrections", []) if isinstance(metadata, dict) else []
-        well_formed = [
-            c
-            for c in found
-            if isinstance(c, dict)
-            and isinstance(c.get("type"), str)
-            and isinstance(c.get("direction"), str)
-            and isinstance(c.get("detail"), dict)
-        ]  # (decision events written by other means are skipped)
-        for correction in {(c["type"], c["direction"]): c for c in well_formed}.values():
+    for found in recent:
+        for correction in {(c["type"], c["direction"]): c for c in found}.values():
             seen.setdefault((correction["type"], correction["direction"]), []).append(correction["detail"])
     changed = []
     for (kind, direction), details in seen.items():

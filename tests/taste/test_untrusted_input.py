@@ -83,7 +83,7 @@ def test_malformed_thumbs_down_from_the_generic_api_do_not_break_the_agent_scan(
 @pytest.mark.django_db(transaction=True)
 def test_two_decisions_on_one_run_at_once_count_once(world):
     if connection.vendor != "postgresql":
-        pytest.skip("row locks are PostgreSQL's; the PostgreSQL run covers this")
+        pytest.skip("concurrent writers need PostgreSQL; the PostgreSQL run covers this")
     run_id = run(world.client("owner"))["run_id"]
     body = {"run_id": run_id, "decision": "edited", "edited_output": "Short."}
     responses = at_once(lambda: world.client("owner").post(DECISIONS, body, format="json"))
