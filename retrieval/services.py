@@ -16,7 +16,8 @@ from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFound
 from core.embeddings import get_embedder
 from core.text import digest
 from feedback.models import EventFamily, Signal
-from feedback.services import EventInput, events_record_bulk
+from feedback.services.bulk import events_record_bulk
+from feedback.services.events import EventInput
 from retrieval.chunking import chunk_text
 from retrieval.conf import retrieval_settings
 from retrieval.index import bump_generation

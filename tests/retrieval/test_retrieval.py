@@ -9,11 +9,13 @@ import pytest
 from django.core.management import call_command
 
 from accounts.models import ProjectMembership
+from core.embeddings import OpenAIEmbedder, get_embedder
 from feedback.models import FeedbackEvent
 from retrieval import index as index_module
 from retrieval.chunking import chunk_text
 from retrieval.models import Chunk, Document, IndexGeneration, RetrievalFeedback, RetrievalQuery
 from retrieval.services import DocumentInput, documents_import
+from tests.learning.fake_openai import FakeOpenAI
 
 DOCS = [
     {
@@ -33,8 +35,6 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def embedder():
-    from core.embeddings import get_embedder
-
     return get_embedder()
 
 
@@ -267,9 +267,6 @@ def test_import_command_skips_documents_without_text(db, tmp_path, embedder):
 
 def test_openai_compatible_embeddings_backend(world, settings):
     """The production embedding option, through the real openai client against a local server."""
-    from core.embeddings import OpenAIEmbedder, get_embedder
-    from tests.learning.fake_openai import FakeOpenAI
-
     fake = FakeOpenAI().start()
     try:
         settings.EMBEDDING_BACKEND = "openai"
