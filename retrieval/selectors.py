@@ -45,7 +45,10 @@ def chunks_for_display(*, chunk_ids: list[int]) -> dict[int, Chunk]:
 
 def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
     """A search trace: its user's, or anyone's for admins and services (404 otherwise)."""
-    qs = RetrievalQuery.objects.select_related("project").filter(pk=trace_id)
+    pk = parse_uuid(trace_id)
+    if pk is None:
+        return None
+    qs = RetrievalQuery.objects.select_related("project").filter(pk=pk)
     if not actor.sees_everything:
         qs = qs.filter(user=actor.user) if actor.user is not None else qs.none()
     return qs.first()
@@ -61,12 +64,13 @@ def near_paraphrase(
 ) -> bool:
     """Is the query a near-paraphrase of one of the anchors: close in embedding and in words?"""
     similarities = anchors.reshape(-1, query_vector.shape[0]) @ query_vector
+    min_overlap = retrieval_settings.RETRIEVAL_MIN_TERM_OVERLAP
     for similarity, words in zip(similarities, anchor_terms or [[]] * len(similarities), strict=False):
         if similarity < minimum:
             continue
         union = terms | set(words)
         overlap = len(terms & set(words)) / len(union) if union else 0.0
-        if not words or overlap >= retrieval_settings.RETRIEVAL_MIN_TERM_OVERLAP:
+        if not words or overlap >= min_overlap:
             return True
     return False
 

@@ -14,6 +14,7 @@ from feedback.models import FeedbackEvent
 from retrieval import index as index_module
 from retrieval.chunking import chunk_text
 from retrieval.models import Chunk, Document, IndexGeneration, RetrievalFeedback, RetrievalQuery
+from retrieval.selectors import query_terms, rank_chunks
 from retrieval.services import DocumentInput, documents_import
 from tests.learning.fake_openai import FakeOpenAI
 
@@ -114,6 +115,25 @@ def test_the_index_survives_a_restart(world, corpus, monkeypatch):
     fresh = index_module.VectorIndex()  # a new process
     monkeypatch.setattr(fresh, "_build", lambda: pytest.fail("rebuilt instead of loading the saved index"))
     assert fresh.ready().ntotal == Chunk.objects.count()
+
+
+def test_the_impact_preview_ranks_as_search_does_for_an_admin(world, corpus, embedder):
+    """One ranking: the preview's ids are search's hits, in search's order, for the same query."""
+    query = "aeroelastic wing flutter"
+    body = search(world.client("admin"), query, k=4).json()
+    ranked = rank_chunks(query_vector=embedder.embed_one(query), project=None, k=4, query_text=query)
+    assert [Chunk.objects.get(pk=pk).chunk_id for pk in ranked] == [r["chunk_id"] for r in body["results"]]
+
+
+def test_query_terms_are_stemmed_content_words():
+    assert query_terms("Does this pressure gradient affect the boundary layers? Papers, please.") == [
+        "affect",
+        "boundary",
+        "gradient",
+        "layer",
+        "pressure",
+    ]
+    assert query_terms("layers layer LAYERS") == ["layer"]
 
 
 @pytest.mark.parametrize(
