@@ -6,4 +6,4 @@ class AccountsConfig(AppConfig):
     name = "accounts"
 
     def ready(self) -> None:
-        from accounts import schema  # noqa: F401 - registers the OpenAPI auth extension
+        from accounts import schema  # noqa: F401, PLC0415 - registers the OpenAPI auth extension; needs the app registry ready

@@ -1,16 +1,57 @@
-"""API key authentication: ``Authorization: Bearer <key>``, plus ``X-On-Behalf-Of`` for service keys."""
+"""API key authentication: ``Authorization: Bearer <key>``, plus ``X-On-Behalf-Of`` for service keys.
+
+Each authenticated request notes its key's use here; the stamp itself is written by
+``accounts.tasks``, which calls ``accounts.services`` (so the enqueueing lives on this side of the
+task, and neither module imports the other in a cycle).
+"""
 
 from __future__ import annotations
 
+import logging
+import time
+
+from django.db import transaction
+from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
 from accounts.actors import Actor
+from accounts.conf import accounts_settings
+from accounts.models import ApiKey
 from accounts.selectors import api_key_get_for_raw
-from accounts.services import api_key_note_use, user_get_or_create_external
+from accounts.services import user_get_or_create_external
+from accounts.tasks import api_key_mark_used_task
 from config.exceptions import AccessDenied
 
 ON_BEHALF_OF_HEADER = "HTTP_X_ON_BEHALF_OF"
+
+logger = logging.getLogger(__name__)
+
+# Per-process memo of when each key's use was last reported, so a busy key costs one
+# task per resolution window instead of one per request.
+_last_reported: dict[str, float] = {}
+
+
+def api_key_note_use(*, api_key: ApiKey) -> None:
+    """Record a key's use off the request path, at most once per resolution window."""
+    resolution = accounts_settings.API_KEY_LAST_USED_RESOLUTION
+    now = timezone.now()
+    if api_key.last_used_at and (now - api_key.last_used_at).total_seconds() < resolution:
+        return
+    key_id = str(api_key.pk)
+    mono = time.monotonic()
+    if mono - _last_reported.get(key_id, -1e18) < resolution:
+        return
+    _last_reported[key_id] = mono
+
+    def enqueue() -> None:
+        try:
+            api_key_mark_used_task.delay(key_id, now.isoformat())
+        except Exception:
+            _last_reported.pop(key_id, None)
+            logger.warning("could not enqueue the usage stamp of api key %s", key_id, exc_info=True)
+
+    transaction.on_commit(enqueue)
 
 
 class ApiKeyAuthentication(BaseAuthentication):

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import copy
-import hashlib
 import threading
 
 from cachetools import TTLCache
-from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.actors import Actor
+from accounts.conf import accounts_settings
 from accounts.models import ApiKey, Project, ProjectMembership, User
+from core.text import digest
 
 
 def api_key_digest(raw_key: str) -> str:
     """SHA-256 of a raw key: keys are 256-bit random, so a fast digest is the right hash."""
-    return hashlib.sha256(raw_key.encode()).hexdigest()
+    return digest(raw_key)
 
 
 # Authentication runs on every request; resolving a key (and a service's on-behalf-of
@@ -30,7 +30,7 @@ _user_cache: TTLCache | None = None
 
 def _caches() -> tuple[TTLCache, TTLCache] | None:
     global _key_cache, _user_cache
-    ttl = settings.API_KEY_CACHE_SECONDS
+    ttl = accounts_settings.API_KEY_CACHE_SECONDS
     if ttl <= 0:
         return None
     if _key_cache is None or _key_cache.ttl != ttl:
@@ -56,21 +56,21 @@ def api_key_cache_forget(*, hashed_key: str) -> None:
 
 def api_key_get_for_raw(*, raw_key: str) -> ApiKey | None:
     """The active key matching a raw key, with its owner, or None."""
-    digest = api_key_digest(raw_key)
+    hashed = api_key_digest(raw_key)
     with _cache_lock:
         caches = _caches()
-        cached = caches[0].get(digest) if caches else None
+        cached = caches[0].get(hashed) if caches else None
     if cached is not None:
         key = copy.copy(cached)
         key.owner = copy.copy(cached.owner)
         return key
     try:
-        key = ApiKey.objects.select_related("owner").get(hashed_key=digest, revoked_at__isnull=True)
+        key = ApiKey.objects.select_related("owner").get(hashed_key=hashed, revoked_at__isnull=True)
     except ApiKey.DoesNotExist:
         return None
     if caches:
         with _cache_lock:
-            caches[0][digest] = copy.copy(key)
+            caches[0][hashed] = copy.copy(key)
     return key
 
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import secrets
-import time
 from datetime import datetime
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -16,8 +12,7 @@ from django.utils import timezone
 from accounts.models import ApiKey, Project, ProjectMembership, User
 from accounts.selectors import api_key_cache_forget, api_key_digest, user_get_by_external_id
 from config.exceptions import AccessDenied, ApplicationError
-
-logger = logging.getLogger(__name__)
+from core.text import digest
 
 API_KEY_SCHEME = "llk"
 EXTERNAL_ID_MAX = 255
@@ -27,7 +22,7 @@ def _external_username(external_id: str) -> str:
     username = f"ext:{external_id}"
     if len(username) <= 150:
         return username
-    return "ext:" + hashlib.sha256(external_id.encode()).hexdigest()
+    return "ext:" + digest(external_id)
 
 
 def validate_external_id(external_id: str, *, field: str = "X-On-Behalf-Of") -> str:
@@ -121,32 +116,3 @@ def api_key_mark_used(*, api_key_id: str, used_at: datetime) -> int:
         .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at))
         .update(last_used_at=used_at)
     )
-
-
-# Per-process memo of when each key's use was last reported, so a busy key costs one
-# task per resolution window instead of one per request.
-_last_reported: dict[str, float] = {}
-
-
-def api_key_note_use(*, api_key: ApiKey) -> None:
-    """Record a key's use off the request path, at most once per resolution window."""
-    from accounts.tasks import api_key_mark_used_task
-
-    resolution = settings.API_KEY_LAST_USED_RESOLUTION
-    now = timezone.now()
-    if api_key.last_used_at and (now - api_key.last_used_at).total_seconds() < resolution:
-        return
-    key_id = str(api_key.pk)
-    mono = time.monotonic()
-    if mono - _last_reported.get(key_id, -1e18) < resolution:
-        return
-    _last_reported[key_id] = mono
-
-    def enqueue() -> None:
-        try:
-            api_key_mark_used_task.delay(key_id, now.isoformat())
-        except Exception:
-            _last_reported.pop(key_id, None)
-            logger.warning("could not enqueue the usage stamp of api key %s", key_id, exc_info=True)
-
-    transaction.on_commit(enqueue)

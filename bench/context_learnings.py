@@ -96,7 +96,7 @@ def main() -> None:
     from accounts.models import User
     from accounts.services import api_key_create, project_ensure, project_member_add, user_ensure
     from feedback.models import TaskFeedback
-    from feedback.services import task_feedback_record
+    from feedback.services.task_feedback import task_feedback_record
     from learning import taste
     from learning.agent import response_feedback_record
     from learning.analyzer.base import MemoryFinding

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
+from config.celery import app
+
 
 def _check_database() -> dict:
     started = time.perf_counter()
@@ -23,8 +25,6 @@ def _check_database() -> dict:
 def _check_broker() -> dict:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return {"status": "ok", "mode": "eager", "detail": "no broker configured; tasks run in-process"}
-    from config.celery import app
-
     started = time.perf_counter()
     try:
         with app.connection_for_write() as conn:

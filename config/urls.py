@@ -40,4 +40,4 @@ urlpatterns = [
     path("api-auth/", include("rest_framework.urls")),
 ]
 
-handler404 = "config.exceptions.json_not_found"
+handler404 = "config.handlers.json_not_found"

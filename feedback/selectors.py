@@ -6,6 +6,7 @@ from django.db.models import Q, QuerySet
 
 from accounts.actors import Actor
 from accounts.selectors import project_ids_for_user
+from core.ids import parse_uuid
 from feedback.models import FeedbackEvent, TaskFeedback
 
 
@@ -34,7 +35,8 @@ def event_list(*, actor: Actor) -> QuerySet[FeedbackEvent]:
 
 def event_get(*, actor: Actor, event_id: str) -> FeedbackEvent | None:
     """One event if the actor may read it; None otherwise (so ids of others' events do not leak)."""
-    return event_list(actor=actor).filter(pk=event_id).first()
+    pk = parse_uuid(event_id)
+    return event_list(actor=actor).filter(pk=pk).first() if pk else None
 
 
 def task_feedback_list(*, actor: Actor) -> QuerySet[TaskFeedback]:
@@ -48,4 +50,6 @@ def task_feedback_list(*, actor: Actor) -> QuerySet[TaskFeedback]:
 
 
 def task_feedback_get(*, actor: Actor, feedback_id: str) -> TaskFeedback | None:
-    return task_feedback_list(actor=actor).filter(pk=feedback_id).first()
+    """One task rating if the actor may read it; None otherwise."""
+    pk = parse_uuid(feedback_id)
+    return task_feedback_list(actor=actor).filter(pk=pk).first() if pk else None

@@ -17,7 +17,7 @@ from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
 from feedback.models import EventFamily, FeedbackEvent, Signal
-from feedback.services import EventInput, event_record, snapshot_fields_check
+from feedback.services.events import EventInput, event_record, snapshot_fields_check
 from learning.context import context_invalidate_shared
 from learning.models import AgentLearning, LearningUsage
 from learning.safety import steering_reasons

@@ -20,6 +20,7 @@ from accounts.models import Project, User
 from accounts.selectors import project_get_by_slug, project_get_for_member, user_is_project_member
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
+from feedback.conf import feedback_settings
 from learning import agent, selectors, services, taste
 from learning.context import Scope, context_build, notice
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage
@@ -393,7 +394,7 @@ class CommandDecisionInputSerializer(StrictInputSerializer):
         required=False, allow_blank=True, max_length=settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
     )
     parameters = serializers.DictField(required=False)
-    reason = StrictCharField(required=False, allow_blank=True, max_length=settings.FEEDBACK_MAX_TEXT_CHARS)
+    reason = StrictCharField(required=False, allow_blank=True, max_length=feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
 
 
 class CorrectionOutputSerializer(serializers.Serializer):
@@ -436,7 +437,7 @@ class CommandDecisionApi(APIView):
 class ResponseFeedbackInputSerializer(StrictInputSerializer):
     response_id = StrictCharField(max_length=255)
     rating = serializers.ChoiceField(choices=sorted(agent.RATINGS))
-    reason = StrictCharField(required=False, allow_blank=True, max_length=settings.FEEDBACK_MAX_TEXT_CHARS)
+    reason = StrictCharField(required=False, allow_blank=True, max_length=feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
     response_text = StrictCharField(
         required=False, allow_blank=True, max_length=settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
     )

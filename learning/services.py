@@ -18,7 +18,7 @@ from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
 from feedback.models import EventFamily, Signal
-from feedback.services import EventInput, event_record
+from feedback.services.events import EventInput, event_record
 from learning.analyzer import catalog
 from learning.analyzer.base import (
     Analysis,

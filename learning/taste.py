@@ -31,7 +31,7 @@ from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, Signal
-from feedback.services import EventInput, event_record, snapshot_fields_check
+from feedback.services.events import EventInput, event_record, snapshot_fields_check
 from learning.context import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import CommandDecision, CommandRun, TastePattern

@@ -17,7 +17,7 @@ from accounts.actors import Actor
 from accounts.models import Project
 from config.exceptions import ApplicationError
 from feedback.models import FeedbackEvent, TaskFeedback
-from feedback.services import task_feedback_set_promoted
+from feedback.services.task_feedback import task_feedback_set_promoted
 from learning.agent import agent_learning_create, agent_learning_set_status
 from learning.context import context_invalidate_shared
 from learning.models import AgentLearning, Memory

@@ -32,7 +32,7 @@ from accounts.actors import Actor
 from accounts.models import Project
 from config.exceptions import ApplicationError
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
-from feedback.services import EventInput, event_record
+from feedback.services.events import EventInput, event_record
 from learning.safety import quoted, steering_reasons
 from promotions.destinations import task_example_learning, task_example_titles_taken, task_title
 from promotions.models import OPEN_STATUSES, LearningPromotion

@@ -16,7 +16,8 @@ from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, Signal
-from feedback.services import EventInput, event_record, events_record_bulk
+from feedback.services.bulk import events_record_bulk
+from feedback.services.events import EventInput, event_record
 from promotions.destinations import writer_for
 from promotions.models import LIVE_STATUSES, OPEN_STATUSES, LearningPromotion, PromotionStatus
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from core.conf import AppSettings
+from core.conf import AppSettings, Tunable
 
 # The bounds of every retrieval weight's multiplier: the database constraint on
 # ``ai_retrieval_weights``, the scan's proposals and search's combined multiplier all use these.
@@ -20,6 +20,26 @@ def clamp_multiplier(value: float) -> float:
 
 class RetrievalSettings(AppSettings):
     """Declared here once; values come from Django settings or the environment."""
+
+    RETRIEVAL_CHUNK_CHARS = Tunable(
+        1000, minimum=100, maximum=100_000, doc="the longest passage a document is cut into, in characters"
+    )
+    RETRIEVAL_MAX_K = Tunable(50, minimum=1, maximum=1000, doc="the most results one search may ask for")
+    RETRIEVAL_MIN_TERM_OVERLAP = Tunable(
+        0.8,
+        minimum=0.0,
+        maximum=1.0,
+        doc=(
+            "a query-scoped weight applies to a query whose content words overlap (Jaccard) one of its "
+            "anchor queries' at least this much, besides being close in embedding"
+        ),
+    )
+    FAISS_THREADS = Tunable(
+        1,
+        minimum=1,
+        maximum=256,
+        doc="threads per vector search; one is fastest under concurrent requests (read once at start)",
+    )
 
 
 retrieval_settings = RetrievalSettings()

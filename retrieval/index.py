@@ -17,12 +17,13 @@ import numpy as np
 from django.conf import settings
 from django.db.models import F
 
+from retrieval.conf import retrieval_settings
 from retrieval.models import Chunk, IndexGeneration
 
 DIMENSIONS = 384
 # One thread per search: under concurrent requests faiss's OpenMP threads contend with
 # each other (measured: 42 ms per 100k-chunk search with two threads under load, 11 ms with one).
-faiss.omp_set_num_threads(int(os.environ.get("FAISS_THREADS", "1")))
+faiss.omp_set_num_threads(retrieval_settings.FAISS_THREADS)
 
 
 def current_generation() -> tuple[str, int]:

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.fields import EmbeddingField
+from retrieval.conf import WEIGHT_MAX, WEIGHT_MIN
 
 OUTCOMES = ("helpful", "unhelpful", "wrong_project", "stale", "unsupported", "unknown")
 
@@ -179,16 +180,16 @@ class RetrievalWeight(models.Model):
     multiplier = models.FloatField()
     status = models.CharField(max_length=16, choices=WeightStatus.choices, default=WeightStatus.ACTIVE)
     reason = models.CharField(max_length=32, blank=True, default="")
-    promotion = models.OneToOneField(
-        "promotions.LearningPromotion", null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    # The promotion that made the weight: a plain id, since the ledger points outward to its
+    # destinations and retrieval does not depend on it (one weight per promotion).
+    promotion_id = models.UUIDField(null=True, unique=True)
 
     class Meta:
         db_table = "ai_retrieval_weights"
         indexes = [models.Index("chunk", "status", name="weight_chunk_status")]
         constraints = [
             models.CheckConstraint(
-                condition=Q(multiplier__gte=0.65, multiplier__lte=1.5), name="weight_multiplier_bounds"
+                condition=Q(multiplier__gte=WEIGHT_MIN, multiplier__lte=WEIGHT_MAX), name="weight_multiplier_bounds"
             ),
             models.CheckConstraint(condition=Q(status__in=WeightStatus.values), name="weight_status_valid"),
             models.CheckConstraint(condition=Q(scope__in=WeightScope.values), name="weight_scope_valid"),

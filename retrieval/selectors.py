@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-import uuid
+from dataclasses import dataclass
 
 import numpy as np
 from django.db.models import Q
@@ -11,6 +10,10 @@ from django.db.models import Q
 from accounts.actors import Actor
 from accounts.models import Project
 from accounts.selectors import project_ids_for_user
+from core.ids import parse_uuid
+from core.text import content_words, stem
+from retrieval.conf import clamp_multiplier, retrieval_settings
+from retrieval.index import get_index
 from retrieval.models import Chunk, RetrievalQuery, RetrievalWeight, WeightScope, WeightStatus
 
 
@@ -42,25 +45,18 @@ def chunks_for_display(*, chunk_ids: list[int]) -> dict[int, Chunk]:
 
 def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
     """A search trace: its user's, or anyone's for admins and services (404 otherwise)."""
-    qs = RetrievalQuery.objects.select_related("project").filter(pk=trace_id)
+    pk = parse_uuid(trace_id)
+    if pk is None:
+        return None
+    qs = RetrievalQuery.objects.select_related("project").filter(pk=pk)
     if not actor.sees_everything:
         qs = qs.filter(user=actor.user) if actor.user is not None else qs.none()
     return qs.first()
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-# Words that say nothing about what a query is after (Cranfield's "what", "papers", ...).
-_STOP = frozenset(
-    "a an the and or of to in on for with at by from about as is are was were be been what which how why when "
-    "there their it its this that these those any some can do does has have paper papers".split()
-)
-MIN_TERM_OVERLAP = 0.8
-
-
 def query_terms(text: str) -> list[str]:
     """A query's content words, crudely stemmed (plural s), sorted and unique."""
-    words = {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.lower())}
-    return sorted(words - _STOP)
+    return sorted({stem(word) for word in content_words(text)})
 
 
 def near_paraphrase(
@@ -68,11 +64,13 @@ def near_paraphrase(
 ) -> bool:
     """Is the query a near-paraphrase of one of the anchors: close in embedding and in words?"""
     similarities = anchors.reshape(-1, query_vector.shape[0]) @ query_vector
+    min_overlap = retrieval_settings.RETRIEVAL_MIN_TERM_OVERLAP
     for similarity, words in zip(similarities, anchor_terms or [[]] * len(similarities), strict=False):
         if similarity < minimum:
             continue
         union = terms | set(words)
-        if not words or (len(terms & set(words)) / len(union) if union else 0.0) >= MIN_TERM_OVERLAP:
+        overlap = len(terms & set(words)) / len(union) if union else 0.0
+        if not words or overlap >= min_overlap:
             return True
     return False
 
@@ -80,9 +78,9 @@ def near_paraphrase(
 def anchor_vectors(learning: dict) -> np.ndarray:
     """The embeddings of a query-scoped learning's anchor queries (its evidence traces), one row each;
     traces deleted since the scan are missing from the result."""
-    ids = learning.get("anchor_traces") or []
+    ids = [pk for pk in map(parse_uuid, learning.get("anchor_traces") or []) if pk is not None]
     found = dict(RetrievalQuery.objects.filter(pk__in=ids).values_list("pk", "embedding"))
-    vectors = [np.frombuffer(bytes(found[pk]), dtype=np.float32) for pk in map(uuid.UUID, ids) if pk in found]
+    vectors = [np.frombuffer(bytes(found[pk]), dtype=np.float32) for pk in ids if pk in found]
     return np.vstack(vectors) if vectors else np.zeros((0, 384), dtype=np.float32)
 
 
@@ -103,8 +101,42 @@ def weights_for(
             anchors is None or not near_paraphrase(query_vector, terms, anchors, anchor_terms, min_similarity or 1.0)
         ):
             continue
-        result[chunk_id] = min(1.5, max(0.65, result.get(chunk_id, 1.0) * multiplier))
+        result[chunk_id] = clamp_multiplier(result.get(chunk_id, 1.0) * multiplier)
     return result
+
+
+@dataclass(frozen=True)
+class RankedChunk:
+    chunk_id: int
+    score: float  # the similarity times the weight
+    weight: float  # the combined multiplier of the chunk's weights for this query (1.0: none)
+
+
+def chunks_ranked(
+    *,
+    actor: Actor,
+    query_vector: np.ndarray,
+    project: Project | None,
+    k: int,
+    query_text: str = "",
+    extra: dict[int, float] | None = None,
+) -> list[RankedChunk]:
+    """The top ``k`` chunks the actor may read for this query: similarity (negative counts as 0)
+    times the active weights' multiplier, and, for a preview, ``extra`` multipliers on top (the
+    product held within the weight bounds). Ties go to the higher similarity, then the higher id."""
+    candidates = get_index().search(query_vector, max(200, k * 20))
+    visible = chunks_visible(actor=actor, project=project, chunk_ids=[pk for pk, _ in candidates])
+    multipliers = weights_for(
+        chunk_ids=list(visible), project=project, query_vector=query_vector, query_text=query_text
+    )
+    for chunk_id, multiplier in (extra or {}).items():
+        if chunk_id in visible:
+            multipliers[chunk_id] = clamp_multiplier(multipliers.get(chunk_id, 1.0) * multiplier)
+    scored = sorted(
+        ((max(score, 0.0) * multipliers.get(pk, 1.0), score, pk) for pk, score in candidates if pk in visible),
+        reverse=True,
+    )
+    return [RankedChunk(chunk_id=pk, score=weighted, weight=multipliers.get(pk, 1.0)) for weighted, _, pk in scored[:k]]
 
 
 def rank_chunks(
@@ -115,19 +147,8 @@ def rank_chunks(
     extra: dict[int, float] | None = None,
     query_text: str = "",
 ) -> list[int]:
-    """Chunk ids as search would rank them for this query vector (as an admin sees them), with the
-    active weights and, for a preview, ``extra`` multipliers on top."""
-    from retrieval.index import get_index
-
-    candidates = get_index().search(query_vector, max(200, k * 20))
-    visible = chunks_visible(actor=Actor.for_system(), project=project, chunk_ids=[pk for pk, _ in candidates])
-    multipliers = weights_for(
-        chunk_ids=list(visible), project=project, query_vector=query_vector, query_text=query_text
+    """Chunk ids as search ranks them for this query vector, as an admin sees them (the impact preview)."""
+    ranked = chunks_ranked(
+        actor=Actor.for_system(), query_vector=query_vector, project=project, k=k, query_text=query_text, extra=extra
     )
-    for chunk_id, multiplier in (extra or {}).items():
-        if chunk_id in visible:
-            multipliers[chunk_id] = min(1.5, max(0.65, multipliers.get(chunk_id, 1.0) * multiplier))
-    scored = sorted(
-        ((max(score, 0.0) * multipliers.get(pk, 1.0), pk) for pk, score in candidates if pk in visible), reverse=True
-    )
-    return [pk for _, pk in scored[:k]]
+    return [hit.chunk_id for hit in ranked]

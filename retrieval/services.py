@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
 
 from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
 from core.embeddings import get_embedder
+from core.text import digest
 from feedback.models import EventFamily, Signal
-from feedback.services import EventInput, events_record_bulk
+from feedback.services.bulk import events_record_bulk
+from feedback.services.events import EventInput
 from retrieval.chunking import chunk_text
-from retrieval.index import bump_generation, get_index
+from retrieval.conf import retrieval_settings
+from retrieval.index import bump_generation
 from retrieval.models import (
     OUTCOMES,
     Chunk,
@@ -30,7 +31,7 @@ from retrieval.models import (
     WeightScope,
     WeightStatus,
 )
-from retrieval.selectors import anchor_vectors, chunks_for_display, chunks_visible, trace_get, weights_for
+from retrieval.selectors import anchor_vectors, chunks_for_display, chunks_ranked, trace_get
 
 
 @dataclass
@@ -55,10 +56,6 @@ class ImportReport:
     unchanged: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
 def _may_import(actor: Actor, slugs: set[str | None]) -> None:
@@ -94,23 +91,25 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     existing = dict(Document.objects.filter(pk__in=[i.id for i in items]).values_list("pk", "content_hash"))
     changed = []
     for item in items:
-        content_hash = _digest(item.title, item.raw_text)
+        content_hash = digest(item.title, item.raw_text)
         if existing.get(item.id) == content_hash:
             report.unchanged += 1
         else:
-            changed.append((item, content_hash, chunk_text(item.raw_text, max_chars=settings.RETRIEVAL_CHUNK_CHARS)))
+            changed.append(
+                (item, content_hash, chunk_text(item.raw_text, max_chars=retrieval_settings.RETRIEVAL_CHUNK_CHARS))
+            )
     if not changed:
         return report
 
     # Embed each distinct passage once; passages already embedded anywhere are reused.
-    passage_hashes = {_digest(p) for _, _, passages in changed for p in passages}
+    passage_hashes = {digest(p) for _, _, passages in changed for p in passages}
     known = dict(
         Chunk.objects.filter(content_hash__in=passage_hashes).values_list("content_hash", "embedding").distinct()
     )
-    missing = sorted({p for _, _, passages in changed for p in passages if _digest(p) not in known})
+    missing = sorted({p for _, _, passages in changed for p in passages if digest(p) not in known})
     if missing:
         for text, vector in zip(missing, get_embedder().embed(missing), strict=True):
-            known[_digest(text)] = vector.astype(np.float32).tobytes()
+            known[digest(text)] = vector.astype(np.float32).tobytes()
     report.chunks_embedded = len(missing)
 
     with transaction.atomic():
@@ -138,8 +137,8 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
                     document=document,
                     position=position,
                     content=passage,
-                    content_hash=_digest(passage),
-                    embedding=known[_digest(passage)],
+                    content_hash=digest(passage),
+                    embedding=known[digest(passage)],
                 )
                 for position, passage in enumerate(passages)
             )
@@ -176,25 +175,20 @@ def search(
     query = (query or "").strip()
     if not query:
         raise ApplicationError("query must not be empty.", field="query")
-    if not 1 <= k <= settings.RETRIEVAL_MAX_K:
-        raise ApplicationError(f"k must be between 1 and {settings.RETRIEVAL_MAX_K}.", field="k")
+    max_k = retrieval_settings.RETRIEVAL_MAX_K
+    if not 1 <= k <= max_k:
+        raise ApplicationError(f"k must be between 1 and {max_k}.", field="k")
     project = None
     if project_slug:
         project = Project.objects.filter(slug=project_slug).first()
         if project is None:
             raise ApplicationError(f"No project {project_slug!r}.", field="project")
     vector = get_embedder().embed_one(query)
-    candidates = get_index().search(vector, max(200, k * 20))
-    visible = chunks_visible(actor=actor, project=project, chunk_ids=[pk for pk, _ in candidates])
-    multipliers = weights_for(chunk_ids=list(visible), project=project, query_vector=vector, query_text=query)
-    scored = sorted(
-        ((max(score, 0.0) * multipliers.get(pk, 1.0), score, pk) for pk, score in candidates if pk in visible),
-        reverse=True,
-    )
-    chunks = chunks_for_display(chunk_ids=[pk for _, _, pk in scored[:k]])
+    ranked = chunks_ranked(actor=actor, query_vector=vector, project=project, k=k, query_text=query)
+    chunks = chunks_for_display(chunk_ids=[hit.chunk_id for hit in ranked])
     hits = [
-        SearchHit(rank=rank, score=weighted, weight=multipliers.get(pk, 1.0), chunk=chunks[pk])
-        for rank, (weighted, _, pk) in enumerate(scored[:k], start=1)
+        SearchHit(rank=rank, score=hit.score, weight=hit.weight, chunk=chunks[hit.chunk_id])
+        for rank, hit in enumerate(ranked, start=1)
     ]
     with transaction.atomic():
         trace = RetrievalQuery.objects.create(

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from accounts import authentication
 from accounts.actors import Actor
 from accounts.models import ApiKey, Project, User
+from accounts.selectors import auth_cache_clear
 from accounts.services import api_key_create
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 
@@ -64,14 +67,9 @@ def world(db) -> World:
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Per-process memos (key usage stamps, the auth cache) must not leak between tests."""
-    from django.core.cache import cache
-
-    from accounts import services
-    from accounts.selectors import auth_cache_clear
-
-    services._last_reported.clear()
+    authentication._last_reported.clear()
     auth_cache_clear()
     cache.clear()
     yield
-    services._last_reported.clear()
+    authentication._last_reported.clear()
     auth_cache_clear()

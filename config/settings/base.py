@@ -125,7 +125,7 @@ REST_FRAMEWORK = {
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
+    "EXCEPTION_HANDLER": "config.handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -178,18 +178,6 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = env.float("CELERY_BROKER_CONNECTION_TIMEOUT", default=2.0)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2}
-
-# API keys: resolved keys (and on-behalf-of users) are cached per process this long, so
-# a revocation reaches every worker within this many seconds (0 disables the cache).
-API_KEY_CACHE_SECONDS = env.int("API_KEY_CACHE_SECONDS", default=10)
-# API keys: how often a key's last_used_at is refreshed (seconds); between refreshes
-# a request with that key writes nothing about its use.
-API_KEY_LAST_USED_RESOLUTION = env.int("API_KEY_LAST_USED_RESOLUTION", default=300)
-
-# Feedback events: bounds on what one event and one bulk request may carry.
-FEEDBACK_BULK_MAX_EVENTS = env.int("FEEDBACK_BULK_MAX_EVENTS", default=1000)
-FEEDBACK_MAX_SNAPSHOT_BYTES = env.int("FEEDBACK_MAX_SNAPSHOT_BYTES", default=64 * 1024)
-FEEDBACK_MAX_TEXT_CHARS = env.int("FEEDBACK_MAX_TEXT_CHARS", default=10_000)
 
 LOGGING = {
     "version": 1,
@@ -262,8 +250,6 @@ CELERY_BEAT_SCHEDULE = {
 
 # Retrieval.
 RETRIEVAL_INDEX_DIR = env.path("RETRIEVAL_INDEX_DIR", default=str(VAR_DIR / "index"))
-RETRIEVAL_CHUNK_CHARS = env.int("RETRIEVAL_CHUNK_CHARS", default=1000)
-RETRIEVAL_MAX_K = env.int("RETRIEVAL_MAX_K", default=50)
 # The retrieval promotion scan: evidence from the last RETRIEVAL_SCAN_DAYS, at least
 # RETRIEVAL_SCAN_MIN_SUPPORT signals of a kind per chunk, smoothed with RETRIEVAL_SCAN_PRIOR
 # pseudo-observations; a boost needs a rank-adjusted lift of RETRIEVAL_SCAN_MIN_LIFT.

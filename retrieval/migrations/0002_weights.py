@@ -5,11 +5,15 @@ import core.fields
 from django.db import migrations, models
 
 
+# Edited after release: the weight kept a foreign key to promotions.LearningPromotion (and so this
+# migration depended on promotions). It is a plain UUID column of the same name now; 0003 drops
+# the constraint that databases migrated before the edit still carry.
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0001_initial'),
-        ('promotions', '0001_initial'),
         ('retrieval', '0001_initial'),
     ]
 
@@ -31,7 +35,7 @@ class Migration(migrations.Migration):
                 ('chunk', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='retrieval.chunk')),
                 ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='retrieval.document')),
                 ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.project')),
-                ('promotion', models.OneToOneField(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='promotions.learningpromotion')),
+                ('promotion_id', models.UUIDField(null=True, unique=True)),
             ],
             options={
                 'db_table': 'ai_retrieval_weights',

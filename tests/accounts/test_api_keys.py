@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey, User
-from accounts.selectors import api_key_digest
+from accounts.selectors import api_key_digest, auth_cache_clear
 from accounts.services import api_key_create, api_key_revoke
+from accounts.tasks import api_key_mark_used_task
 
 ME = "/api/v1/me"
 KEYS = "/api/v1/api-keys"
@@ -29,6 +32,16 @@ def test_keys_are_stored_as_digests_with_a_visible_prefix(world):
     assert key.hashed_key == api_key_digest(raw)
     assert raw not in key.hashed_key
     assert not ApiKey.objects.filter(hashed_key=raw).exists()
+
+
+def test_a_key_stored_before_keeps_working(world):
+    # The digest is pinned: a key issued by any earlier release (stored as this SHA-256 hex of
+    # the raw key) must still authenticate, whatever helper computes the digest now.
+    raw = "llk_0123abcd_a-raw-key-as-issued-before-this-change"
+    stored = "f9a78ef10bfbe99ea0f4f5e5d9e8df2754768225829c482d91d5f114b3548d71"
+    assert api_key_digest(raw) == stored
+    ApiKey.objects.create(owner=world.owner, name="old", kind=ApiKey.Kind.USER, prefix=raw[:12], hashed_key=stored)
+    assert bearer(raw).get(ME).json()["user_id"] == world.owner.pk
 
 
 def test_user_key_authenticates_as_its_owner(world):
@@ -91,8 +104,6 @@ def test_on_behalf_of_users_are_cached_too(world, django_assert_num_queries):
 
 
 def test_a_revocation_elsewhere_applies_once_the_cache_window_ends(world):
-    from accounts.selectors import auth_cache_clear
-
     key, raw = api_key_create(owner=world.owner, name="laptop")
     assert bearer(raw).get(ME).status_code == 200
     # Another process revokes it: this process still trusts its cached copy, for at most
@@ -127,12 +138,6 @@ def test_use_is_stamped_once_per_window(world, django_capture_on_commit_callback
 
 
 def test_mark_used_task_never_moves_backwards(world):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from accounts.tasks import api_key_mark_used_task
-
     now = timezone.now()
     key = world.service_key
     assert api_key_mark_used_task(str(key.pk), now.isoformat()) == 1

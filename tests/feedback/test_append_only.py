@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models.deletion import ProtectedError
 
 from feedback.models import AppendOnlyError, FeedbackEvent
-from feedback.services import EventInput, event_record
+from feedback.services.events import EventInput, event_record
 
 
 @pytest.fixture
@@ -51,8 +51,6 @@ def test_database_check_constraints(world, bad):
 def test_postgres_trigger_refuses_raw_update_and_delete(world, event):
     if connection.vendor != "postgresql":
         pytest.skip("the append-only trigger is PostgreSQL's; the PostgreSQL run of the suite covers it")
-    from django.db import DatabaseError
-
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("UPDATE ai_feedback_events SET signal = 'negative' WHERE id = %s", [event.pk])
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from rest_framework import serializers
+from rest_framework.test import APIClient
 
 from accounts.models import User
+from feedback.apis import EventOutputSerializer
 from feedback.models import FeedbackEvent
-from feedback.services import EventInput, event_record
+from feedback.services.events import EventInput, event_record
 
 URL = "/api/v1/feedback/events"
 
@@ -104,8 +107,6 @@ def test_user_key_cannot_act_on_behalf_of_others(world):
 
 
 def test_session_login_writes_too(world):
-    from rest_framework.test import APIClient
-
     client = APIClient(enforce_csrf_checks=False)
     client.force_login(world.owner)
     response = client.post(URL, payload(), format="json")
@@ -267,9 +268,6 @@ def test_cursor_pagination_walks_every_event_once(world):
 
 def test_rendered_events_match_the_documented_fields(world, stream):
     """The output serializer renders by hand for speed; it must stay true to its declared fields."""
-    from rest_framework import serializers
-
-    from feedback.apis import EventOutputSerializer
 
     serializer = EventOutputSerializer()
     declared = serializer.fields

@@ -9,6 +9,9 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
 from accounts.services import api_key_create
+from learning.models import ChatMessage, Preference
+from promotions.models import LearningPromotion
+from promotions.tasks import agent_learning_scan
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
@@ -46,8 +49,6 @@ def test_healthz_sees_the_real_broker(real_broker):
 
 def test_a_message_is_analysed_by_the_worker(real_broker):
     """The production path: the request stores and enqueues; the worker embeds, analyses and learns."""
-    from learning.models import ChatMessage, Preference
-
     user = UserFactory()
     _, raw = api_key_create(owner=user, name="chat")
     client = APIClient()
@@ -68,9 +69,6 @@ def test_a_message_is_analysed_by_the_worker(real_broker):
 def test_the_agent_learning_scan_runs_on_the_worker(real_broker):
     """Two thumbs-down on alike responses, posted through the API; the worker's scan proposes one
     prevention prompt with both as evidence."""
-    from promotions.models import LearningPromotion
-    from promotions.tasks import agent_learning_scan
-
     user = UserFactory()
     _, raw = api_key_create(owner=user, name="feedback")
     client = APIClient()

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from feedback.services import task_feedback_record
+from feedback.services.task_feedback import task_feedback_record
 from promotions import services
 from promotions.models import LearningPromotion
 

@@ -9,7 +9,7 @@ from django.db import connection
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent, TaskFeedback
-from feedback.services import task_feedback_record
+from feedback.services.task_feedback import task_feedback_record
 from promotions import services
 from promotions.models import LearningPromotion
 from tests.concurrency import at_once

@@ -9,11 +9,14 @@ import pytest
 from django.core.management import call_command
 
 from accounts.models import ProjectMembership
+from core.embeddings import OpenAIEmbedder, get_embedder
 from feedback.models import FeedbackEvent
 from retrieval import index as index_module
 from retrieval.chunking import chunk_text
 from retrieval.models import Chunk, Document, IndexGeneration, RetrievalFeedback, RetrievalQuery
+from retrieval.selectors import query_terms, rank_chunks
 from retrieval.services import DocumentInput, documents_import
+from tests.learning.fake_openai import FakeOpenAI
 
 DOCS = [
     {
@@ -33,8 +36,6 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def embedder():
-    from core.embeddings import get_embedder
-
     return get_embedder()
 
 
@@ -114,6 +115,25 @@ def test_the_index_survives_a_restart(world, corpus, monkeypatch):
     fresh = index_module.VectorIndex()  # a new process
     monkeypatch.setattr(fresh, "_build", lambda: pytest.fail("rebuilt instead of loading the saved index"))
     assert fresh.ready().ntotal == Chunk.objects.count()
+
+
+def test_the_impact_preview_ranks_as_search_does_for_an_admin(world, corpus, embedder):
+    """One ranking: the preview's ids are search's hits, in search's order, for the same query."""
+    query = "aeroelastic wing flutter"
+    body = search(world.client("admin"), query, k=4).json()
+    ranked = rank_chunks(query_vector=embedder.embed_one(query), project=None, k=4, query_text=query)
+    assert [Chunk.objects.get(pk=pk).chunk_id for pk in ranked] == [r["chunk_id"] for r in body["results"]]
+
+
+def test_query_terms_are_stemmed_content_words():
+    assert query_terms("Does this pressure gradient affect the boundary layers? Papers, please.") == [
+        "affect",
+        "boundary",
+        "gradient",
+        "layer",
+        "pressure",
+    ]
+    assert query_terms("layers layer LAYERS") == ["layer"]
 
 
 @pytest.mark.parametrize(
@@ -267,9 +287,6 @@ def test_import_command_skips_documents_without_text(db, tmp_path, embedder):
 
 def test_openai_compatible_embeddings_backend(world, settings):
     """The production embedding option, through the real openai client against a local server."""
-    from core.embeddings import OpenAIEmbedder, get_embedder
-    from tests.learning.fake_openai import FakeOpenAI
-
     fake = FakeOpenAI().start()
     try:
         settings.EMBEDDING_BACKEND = "openai"

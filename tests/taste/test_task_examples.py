@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from feedback.models import FeedbackEvent, TaskFeedback
-from feedback.services import task_feedback_record
+from feedback.services.task_feedback import task_feedback_record
 from learning.agent import response_feedback_record
 from promotions import services
 from promotions.models import LearningPromotion

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent
-from feedback.services import task_feedback_record
+from feedback.services.task_feedback import task_feedback_record
 from learning import taste
 from learning.corrections import corrections_derive
 from learning.models import TastePattern

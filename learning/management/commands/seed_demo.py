@@ -18,7 +18,9 @@ from accounts.selectors import api_key_list
 from accounts.services import api_key_create, api_key_revoke, project_ensure, project_member_add, user_ensure
 from feedback.models import EventFamily, Signal
 from feedback.selectors import event_list
-from feedback.services import EventInput, events_record_bulk, task_feedback_record
+from feedback.services.bulk import events_record_bulk
+from feedback.services.events import EventInput
+from feedback.services.task_feedback import task_feedback_record
 from learning.services import message_observe, messages_analyze
 
 DEMO_KEY_NAME = "demo"
