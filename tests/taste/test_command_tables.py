@@ -14,7 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from feedback.models import FeedbackEvent
-from feedback.services import EventInput, event_record
+from feedback.services.events import EventInput, event_record
 from learning import taste
 from learning.models import AgentLearning, CommandDecision, CommandRun, Memory
 from tests.taste.test_taste_api import DECISIONS, REPORT, WITHOUT_NEXT_STEPS, decide, learn_section_pattern, run
