@@ -16,7 +16,7 @@ from learning.models import AgentLearning, LearningUsage
 from promotions import services
 from promotions.destinations import writer_for
 from promotions.models import LearningPromotion
-from promotions.scanners import agent_learning_scan
+from promotions.scanners.agent_learning import agent_learning_scan
 from tests.factories import MembershipFactory, ProjectFactory
 
 FEEDBACK = "/api/v1/responses/feedback"
