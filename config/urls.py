@@ -9,12 +9,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from config.health import healthz
 from learning import views as learning_views
 from promotions import views as promotion_views
-from promotions.urls import share_urlpatterns as promotion_shares
 
 api_v1 = [
     path("", include("accounts.urls")),
     path("feedback/", include("feedback.urls")),
-    path("", include(promotion_shares)),
+    path("", include("promotions.share_urls")),
     path("", include("learning.urls")),
     path("promotions/", include("promotions.urls")),
     path("retrieval/", include("retrieval.urls")),
@@ -36,7 +35,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     # The preference management API where existing clients of the source design call it.
-    path("api/pdb/v1/reggie/", include(promotion_shares)),
+    path("api/pdb/v1/reggie/", include("promotions.share_urls")),
     path("api/pdb/v1/reggie/", include(("learning.urls", "reggie"), namespace="reggie")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -1,10 +1,10 @@
 from django.urls import path
 
-from promotions.apis import promotions, scans, shares
+from promotions.apis import promotions, scans
 
 ACTIONS = ("approve", "reject", "apply", "pause", "resume", "supersede")
 
-# The ledger and its scans, under /api/v1/promotions/.
+# The ledger and its scans, under /api/v1/promotions/ (the share requests: see share_urls).
 urlpatterns = [
     path("", promotions.PromotionListCreateApi.as_view(), name="promotions"),
     path("scan", scans.PromotionScanApi.as_view(), name="promotions-scan"),
@@ -20,11 +20,4 @@ urlpatterns = [
         )
         for action in ACTIONS
     ],
-]
-
-# An owner's request to share a private item: beside the items themselves, under /api/v1/ and the
-# /api/pdb/v1/reggie/ mount (see config/urls.py).
-share_urlpatterns = [
-    path("memories/<uuid:item_id>/share", shares.MemoryShareApi.as_view()),
-    path("preferences/<int:item_id>/share", shares.PreferenceShareApi.as_view()),
 ]
