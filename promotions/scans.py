@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.actors import Actor
@@ -27,17 +28,17 @@ def scan_run_request(*, actor: Actor, scanner: str = "all", enqueue: bool = True
     leaves running it to the caller (the scheduled scans run theirs in the same worker)."""
     if not (actor.is_admin or actor.system):
         raise AccessDenied("Only staff admins run the promotion scans.")
-    scanners_for(scanner)  # an unknown scanner is a 400 before anything is written
+    total = len(scanners_for(scanner))  # an unknown scanner is a 400 before anything is written
     _scan_runs_abandon(scanner=scanner)
     existing = ScanRun.objects.filter(scanner=scanner, status__in=OPEN_SCAN_STATUSES).first()
     if existing is not None:
         return existing, False
     try:
         with transaction.atomic():
-            run = ScanRun.objects.create(scanner=scanner, requested_by=actor.user, total=len(scanners_for(scanner)))
+            run = ScanRun.objects.create(scanner=scanner, requested_by=actor.user, total=total)
             if enqueue:
                 run_id = str(run.pk)
-                transaction.on_commit(lambda: tasks.scan_run.delay(run_id))
+                transaction.on_commit(lambda: _enqueue(run_id))
     except IntegrityError:
         # A concurrent request queued the same scanner first: the index keeps it to one.
         existing = ScanRun.objects.filter(scanner=scanner, status__in=OPEN_SCAN_STATUSES).first()
@@ -48,12 +49,25 @@ def scan_run_request(*, actor: Actor, scanner: str = "all", enqueue: bool = True
     return run, True
 
 
+def _enqueue(run_id: str) -> None:
+    try:
+        tasks.scan_run.delay(run_id)
+    except Exception:
+        # The broker is unreachable: the run would never start, so it fails now (and frees its slot).
+        logger.warning("could not enqueue promotion scan %s", run_id, exc_info=True)
+        ScanRun.objects.filter(pk=run_id, status=ScanStatus.QUEUED).update(
+            status=ScanStatus.FAILED, finished_at=timezone.now(), error="Could not reach the task queue; ask again."
+        )
+
+
 def _scan_runs_abandon(*, scanner: str) -> int:
-    """Open runs older than SCAN_RUN_STALE_SECONDS were lost (a worker died mid-run, a message was
-    never delivered): they are marked failed, so they no longer hold the scanner's one open slot."""
+    """Runs queued, or running, for longer than SCAN_RUN_STALE_SECONDS were lost (a worker died
+    mid-run, a message was never delivered): they are marked failed, so they no longer hold the
+    scanner's one open slot."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=promotions_settings.SCAN_RUN_STALE_SECONDS)
-    return ScanRun.objects.filter(scanner=scanner, status__in=OPEN_SCAN_STATUSES, created_at__lt=cutoff).update(
+    lost = Q(status=ScanStatus.QUEUED, created_at__lt=cutoff) | Q(status=ScanStatus.RUNNING, started_at__lt=cutoff)
+    return ScanRun.objects.filter(lost, scanner=scanner).update(
         status=ScanStatus.FAILED,
         finished_at=now,
         error=f"Abandoned: not finished within {promotions_settings.SCAN_RUN_STALE_SECONDS} seconds.",

@@ -110,16 +110,23 @@ def test_a_failing_scanner_fails_the_run_with_its_error(world, monkeypatch, djan
         assert queue(world, scanner="all").json()["id"] != run_id
 
 
-def test_a_lost_run_stops_holding_its_scanner(world, settings, django_capture_on_commit_callbacks):
-    lost = ScanRun.objects.create(scanner="task_example", status="running", started_at=timezone.now())
-    ScanRun.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(hours=1))
+@pytest.mark.parametrize("status", ["queued", "running"])
+def test_a_lost_run_stops_holding_its_scanner(world, settings, status, django_capture_on_commit_callbacks):
     settings.SCAN_RUN_STALE_SECONDS = 600
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    lost = ScanRun.objects.create(scanner="task_example", status=status)
+    ScanRun.objects.filter(pk=lost.pk).update(
+        created_at=an_hour_ago, started_at=an_hour_ago if status == "running" else None
+    )
+    recent = ScanRun.objects.create(scanner="retrieval", status="running", started_at=timezone.now())
+    ScanRun.objects.filter(pk=recent.pk).update(created_at=an_hour_ago)  # queued long, started just now
     with django_capture_on_commit_callbacks(execute=False):
         fresh = queue(world).json()
+        assert queue(world, scanner="retrieval").json()["id"] == str(recent.pk)  # still running: kept
     assert fresh["id"] != str(lost.pk)
     lost.refresh_from_db()
-    assert lost.status == "failed"
-    assert lost.error == "Abandoned: not finished within 600 seconds."
+    assert (lost.status, lost.error) == ("failed", "Abandoned: not finished within 600 seconds.")
+    assert lost.finished_at is not None
 
 
 def test_scheduled_scans_go_through_a_run(world):
@@ -176,3 +183,14 @@ def test_unknown_fields_are_refused(world):
     assert response.status_code == 400
     assert "force" in response.json()["error"]["fields"]
     assert not ScanRun.objects.exists()
+
+
+def test_a_run_that_cannot_be_enqueued_fails_at_once(world, monkeypatch, django_capture_on_commit_callbacks):
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(tasks.scan_run, "delay", unreachable)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert queue(world).status_code == 202
+    run = ScanRun.objects.get()
+    assert (run.status, run.error) == ("failed", "Could not reach the task queue; ask again.")
