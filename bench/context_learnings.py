@@ -104,7 +104,8 @@ def main() -> None:
     from learning.models import AgentLearning, LearningUsage, Memory, Preference, TastePattern
     from learning.services import memory_remember, preference_add_manual
     from promotions.models import LearningPromotion
-    from promotions.scanners import agent_learning_scan, task_example_scan
+    from promotions.scanners.agent_learning import agent_learning_scan
+    from promotions.scanners.task_example import task_example_scan
     from promotions.services import promotion_propose, promotion_transition
 
     admin = Actor(user=User.objects.get(username="bench"))

@@ -73,7 +73,7 @@ def main() -> None:
 
     from accounts.models import User
     from accounts.services import api_key_create
-    from promotions.scanners import retrieval_scan
+    from promotions.scanners.retrieval import retrieval_scan
     from retrieval.index import bump_generation
     from retrieval.models import Chunk, Document, RetrievalWeight
 

@@ -13,6 +13,7 @@ from promotions import views as promotion_views
 api_v1 = [
     path("", include("accounts.urls")),
     path("feedback/", include("feedback.urls")),
+    path("", include("promotions.share_urls")),
     path("", include("learning.urls")),
     path("promotions/", include("promotions.urls")),
     path("retrieval/", include("retrieval.urls")),
@@ -34,6 +35,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     # The preference management API where existing clients of the source design call it.
+    path("api/pdb/v1/reggie/", include("promotions.share_urls")),
     path("api/pdb/v1/reggie/", include(("learning.urls", "reggie"), namespace="reggie")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

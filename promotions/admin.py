@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from core.admin import ReadOnlyAdmin
-from promotions.models import LearningPromotion
+from promotions.models import LearningPromotion, ScanRun
 
 
 @admin.register(LearningPromotion)
@@ -12,3 +12,12 @@ class LearningPromotionAdmin(ReadOnlyAdmin):
     list_filter = ("status", "promotion_type", "risk_level")
     search_fields = ("subject_id", "review_notes")
     list_select_related = ("reviewed_by", "project")
+
+
+@admin.register(ScanRun)
+class ScanRunAdmin(ReadOnlyAdmin):
+    """Read-only here: scans are queued through the API or the console, and run by a worker."""
+
+    list_display = ("created_at", "scanner", "status", "requested_by", "started_at", "finished_at")
+    list_filter = ("status", "scanner")
+    list_select_related = ("requested_by",)

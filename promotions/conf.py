@@ -2,11 +2,50 @@
 
 from __future__ import annotations
 
-from core.conf import AppSettings
+from core.conf import AppSettings, Tunable
 
 
 class PromotionsSettings(AppSettings):
     """Declared here once; values come from Django settings or the environment."""
+
+    # The retrieval scan: evidence from the last RETRIEVAL_SCAN_DAYS, at least RETRIEVAL_SCAN_MIN_SUPPORT
+    # signals of a kind per chunk, smoothed with RETRIEVAL_SCAN_PRIOR pseudo-observations; a boost needs
+    # a rank-adjusted lift of RETRIEVAL_SCAN_MIN_LIFT.
+    RETRIEVAL_SCAN_DAYS = Tunable(90, minimum=1, maximum=3650, doc="days of search traces the retrieval scan reads")
+    RETRIEVAL_SCAN_MIN_SUPPORT = Tunable(
+        3, minimum=1, maximum=1000, doc="signals of one kind a chunk needs before the scan proposes a weight"
+    )
+    RETRIEVAL_SCAN_PRIOR = Tunable(
+        2.0, minimum=0.0, maximum=1000.0, doc="pseudo-observations smoothing a chunk's rates toward neutral"
+    )
+    RETRIEVAL_SCAN_MIN_LIFT = Tunable(
+        1.2, minimum=1.0, maximum=10.0, doc="rank-adjusted lift of positive signals a boost needs"
+    )
+    # A query-scoped weight never reaches queries less similar than this to its evidence.
+    RETRIEVAL_SCAN_MIN_NEIGHBOURHOOD = Tunable(
+        0.85, minimum=0.5, maximum=1.0, doc="similarity a query needs to an anchor of a query-scoped weight"
+    )
+    RETRIEVAL_SCAN_MAX_ANCHORS = Tunable(
+        20, minimum=1, maximum=200, doc="distinct queries kept as the anchors of one query-scoped weight"
+    )
+    # Agent learnings: thumbs-down on this many responses this similar (embedding of response and
+    # reason) within the window become one candidate prevention prompt.
+    AGENT_SCAN_MIN_SUPPORT = Tunable(2, minimum=1, maximum=1000, doc="distinct responses a prevention prompt needs")
+    AGENT_SCAN_SIMILARITY = Tunable(
+        0.7, minimum=0.0, maximum=1.0, doc="embedding similarity at which two thumbs-down are grouped"
+    )
+    AGENT_SCAN_DAYS = Tunable(30, minimum=1, maximum=3650, doc="days of thumbs-down the agent-learning scan reads")
+    AGENT_SCAN_MAX_EVENTS = Tunable(
+        5000, minimum=1, maximum=100_000, doc="newest thumbs-down embedded by one agent-learning scan"
+    )
+    TASK_EXAMPLE_SCAN_MAX_TASKS = Tunable(
+        500, minimum=1, maximum=100_000, doc="well-rated tasks the task-example scan considers per run"
+    )
+    # A scan run that is still queued or running after this long was lost (its worker died, its
+    # message never arrived): it is marked failed, so a new scan of that kind can be queued.
+    SCAN_RUN_STALE_SECONDS = Tunable(
+        1800, minimum=60, maximum=7 * 24 * 3600, doc="seconds after which an unfinished scan run counts as lost"
+    )
 
 
 promotions_settings = PromotionsSettings()

@@ -6,7 +6,6 @@ a writer cannot be proposed, so nothing is approved that could never be applied.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -16,6 +15,7 @@ from django.db.models import Q
 from accounts.actors import Actor
 from accounts.models import Project
 from config.exceptions import ApplicationError
+from core.ids import parse_uuid
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services.task_feedback import task_feedback_set_promoted
 from learning.agent import agent_learning_create, agent_learning_set_status
@@ -23,7 +23,7 @@ from learning.context import context_invalidate_shared
 from learning.models import AgentLearning, Memory
 from learning.safety import steering_reasons
 from learning.services import memory_share_apply, memory_share_check, memory_share_set_status
-from promotions.models import LearningPromotion
+from promotions.models import OPEN_STATUSES, LearningPromotion
 from retrieval.models import Chunk, RetrievalWeight, WeightStatus
 from retrieval.services import weight_create, weight_set_status
 
@@ -59,8 +59,6 @@ def task_title(value: Any) -> str:
 def task_example_titles_taken(*, project_ids: set[int | None]) -> set[tuple[int | None, str]]:
     """(project, title) of the examples already promoted and of the open task-example candidates,
     in these projects: a task with one of these titles would be a duplicate. Two queries."""
-    from promotions.models import OPEN_STATUSES
-
     promoted = TaskFeedback.objects.filter(promoted=True).filter(
         Q(project_id__in=[p for p in project_ids if p is not None])
         | (Q(project__isnull=True) if None in project_ids else Q(pk__in=[]))
@@ -117,10 +115,8 @@ class TaskExampleWriter:
     subject_types: tuple[str, ...] = ("task_feedback",)
 
     def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
-        try:
-            uuid.UUID(subject_id)
-        except ValueError as exc:
-            raise ApplicationError("subject_id must be the id of a rated task.", field="subject_id") from exc
+        if parse_uuid(subject_id) is None:
+            raise ApplicationError("subject_id must be the id of a rated task.", field="subject_id")
         feedback = TaskFeedback.objects.filter(pk=subject_id).first()
         if feedback is None:
             raise ApplicationError(f"No rated task {subject_id}.", field="subject_id")
@@ -213,12 +209,8 @@ class AgentLearningWriter:
     subject_types: tuple[str, ...] = ("response_feedback",)
 
     def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
-        try:
-            uuid.UUID(subject_id)
-        except ValueError as exc:
-            raise ApplicationError(
-                "subject_id must be the id of a response_feedback event.", field="subject_id"
-            ) from exc
+        if parse_uuid(subject_id) is None:
+            raise ApplicationError("subject_id must be the id of a response_feedback event.", field="subject_id")
         if not FeedbackEvent.objects.filter(pk=subject_id, event_type="response_feedback").exists():
             raise ApplicationError(f"No response feedback {subject_id}.", field="subject_id")
         if not isinstance(learning.get("prevention_prompt"), str) or not learning["prevention_prompt"].strip():

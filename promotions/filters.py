@@ -1,6 +1,6 @@
 import django_filters
 
-from promotions.models import LearningPromotion, PromotionStatus
+from promotions.models import LearningPromotion, PromotionStatus, Scanner, ScanRun, ScanStatus
 
 
 class PromotionFilter(django_filters.FilterSet):
@@ -12,4 +12,13 @@ class PromotionFilter(django_filters.FilterSet):
 
     class Meta:
         model = LearningPromotion
+        fields: list[str] = []
+
+
+class ScanRunFilter(django_filters.FilterSet):
+    scanner = django_filters.ChoiceFilter(choices=Scanner.choices)
+    status = django_filters.ChoiceFilter(choices=ScanStatus.choices)
+
+    class Meta:
+        model = ScanRun
         fields: list[str] = []

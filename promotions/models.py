@@ -81,3 +81,64 @@ class LearningPromotion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.promotion_type} {self.subject_type}:{self.subject_id} ({self.status})"
+
+
+class Scanner(models.TextChoices):
+    """What one scan runs: every scanner, or one of them."""
+
+    ALL = "all"
+    RETRIEVAL = "retrieval"
+    AGENT_LEARNING = "agent_learning"
+    TASK_EXAMPLE = "task_example"
+
+
+class ScanStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+# A scanner has at most one run in these states at a time.
+OPEN_SCAN_STATUSES = (ScanStatus.QUEUED, ScanStatus.RUNNING)
+
+
+class ScanRun(models.Model):
+    """One scan, queued by the API, the console or the schedule and run by a worker: its progress,
+    then each scanner's report (or the error that stopped it)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    scanner = models.CharField(max_length=20, choices=Scanner.choices, default=Scanner.ALL)
+    status = models.CharField(max_length=10, choices=ScanStatus.choices, default=ScanStatus.QUEUED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Progress: the scanner running now, as step (0-based) of total.
+    current = models.CharField(max_length=20, blank=True, default="")
+    step = models.PositiveSmallIntegerField(default=0)
+    total = models.PositiveSmallIntegerField(default=0)
+    report = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "ai_promotion_scan_runs"
+        ordering = ["-created_at"]
+        indexes = [models.Index(models.F("created_at").desc(), name="scan_run_created")]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=ScanStatus.values), name="scan_run_status_valid"),
+            models.CheckConstraint(condition=Q(scanner__in=Scanner.values), name="scan_run_scanner_valid"),
+            # Asking again while a scan of that kind is open returns it; never two at once.
+            models.UniqueConstraint(
+                fields=["scanner"], condition=Q(status__in=["queued", "running"]), name="scan_run_one_open_per_scanner"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"scan {self.scanner} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_SCAN_STATUSES

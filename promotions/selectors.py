@@ -1,18 +1,28 @@
-"""Reads of the promotion ledger (staff admins only)."""
+"""Reads of the promotion ledger and its scan runs (staff admins only)."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from datetime import timedelta
+
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from accounts.actors import Actor
 from config.exceptions import AccessDenied
-from promotions.models import LearningPromotion
+from core.ids import parse_uuid
+from feedback.models import FeedbackEvent
+from promotions.models import LearningPromotion, ScanRun
+from retrieval.models import RetrievalWeight
+
+
+def _require_admin(actor: Actor) -> None:
+    if not actor.is_admin:
+        raise AccessDenied("Only staff admins review promotions.")
 
 
 def promotion_list(*, actor: Actor) -> QuerySet[LearningPromotion]:
     """Every promotion, newest first, with what the list shows joined in (no N+1)."""
-    if not actor.is_admin:
-        raise AccessDenied("Only staff admins review promotions.")
+    _require_admin(actor)
     return LearningPromotion.objects.select_related("project", "reviewed_by").order_by("-created_at", "-id")
 
 
@@ -20,16 +30,25 @@ def promotion_get(*, actor: Actor, promotion_id: str) -> LearningPromotion | Non
     return promotion_list(actor=actor).filter(pk=promotion_id).first()
 
 
+def scan_run_list(*, actor: Actor) -> QuerySet[ScanRun]:
+    """Every scan run, latest first, with who asked for it joined in."""
+    _require_admin(actor)
+    return ScanRun.objects.select_related("requested_by").order_by("-created_at", "-id")
+
+
+def scan_run_get(*, actor: Actor, scan_run_id: str) -> ScanRun | None:
+    """One scan run (None for an id that is not one)."""
+    parsed = parse_uuid(scan_run_id)
+    return scan_run_list(actor=actor).filter(pk=parsed).first() if parsed else None
+
+
+def scan_run_latest(*, actor: Actor) -> ScanRun | None:
+    """The latest scan run, whatever its scanner (the console shows it). One query."""
+    return scan_run_list(actor=actor).first()
+
+
 def console_metrics() -> dict[str, int]:
     """The console's counters: two aggregate queries, whatever the number of rows."""
-    from datetime import timedelta
-
-    from django.db.models import Count, Q
-    from django.utils import timezone
-
-    from feedback.models import FeedbackEvent
-    from retrieval.models import RetrievalWeight
-
     promotions = LearningPromotion.objects.aggregate(
         candidates=Count("id", filter=Q(status="candidate")),
         approvals=Count("id", filter=Q(status="approved")),
@@ -47,8 +66,6 @@ def console_metrics() -> dict[str, int]:
 
 def promotion_activity(*, promotion_id: str | None = None, limit: int = 20) -> QuerySet:
     """The audit trail: promotion lifecycle events, newest first (one query)."""
-    from feedback.models import FeedbackEvent
-
     qs = FeedbackEvent.objects.filter(subject_type="promotion").select_related("user").order_by("-created_at")
     if promotion_id:
         qs = qs.filter(subject_id=promotion_id)

@@ -10,9 +10,9 @@ from django.views.decorators.http import require_POST
 
 from accounts.actors import Actor
 from config.exceptions import ApplicationError
-from promotions import selectors, services
+from promotions import scans, selectors, services
 from promotions.models import PromotionStatus
-from promotions.scanners import promotions_scan
+from promotions.previews import retrieval_weight_preview
 
 TABS = ("candidate", "approved", "applied", "paused", "rejected", "superseded", "expired")
 ACTIONS = ("approve", "reject", "apply", "pause", "resume", "supersede")
@@ -34,14 +34,13 @@ def promotion_list(request: HttpRequest) -> HttpResponse:
             "rows": rows,
             "metrics": selectors.console_metrics(),
             "activity": selectors.promotion_activity(),
+            "scan": selectors.scan_run_latest(actor=actor),
         },
     )
 
 
 @staff_member_required
 def promotion_detail(request: HttpRequest, promotion_id: str) -> HttpResponse:
-    from promotions.previews import retrieval_weight_preview
-
     promotion = selectors.promotion_get(actor=Actor.from_request(request), promotion_id=promotion_id)
     if promotion is None:
         raise Http404("No such promotion.")
@@ -87,12 +86,7 @@ def promotion_action(request: HttpRequest, promotion_id: str, action: str) -> Ht
 @staff_member_required
 @require_POST
 def promotion_scan(request: HttpRequest) -> HttpResponse:
-    reports = promotions_scan(actor=Actor.from_request(request))
-    report, agents, tasks = reports["retrieval"], reports["agent_learning"], reports["task_example"]
-    messages.success(
-        request,
-        f"Scan done: {report.boosts} boosts and {report.penalties} penalties proposed "
-        f"({report.skipped_open} chunks already had an open candidate); {agents.proposed} agent learnings "
-        f"({agents.flagged} steering reasons flagged); {tasks.proposed} task examples.",
-    )
+    """Generate: queue a scan of every scanner (a worker runs it); the list shows its progress and report."""
+    _, created = scans.scan_run_request(actor=Actor.from_request(request))
+    messages.success(request, "Scan queued." if created else "A scan is already queued or running.")
     return redirect("console-promotions")

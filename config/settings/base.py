@@ -215,12 +215,6 @@ TASTE_CONFIRMATIONS_TO_ACTIVATE = env.int("TASTE_CONFIRMATIONS_TO_ACTIVATE", def
 TASTE_REJECTIONS_TO_STOP = env.int("TASTE_REJECTIONS_TO_STOP", default=3)
 # A tool's output as reported (a post_command's output, an edited output), in characters.
 COMMAND_OUTPUT_MAX_CHARS = env.int("COMMAND_OUTPUT_MAX_CHARS", default=20_000)
-# Agent learnings: thumbs-down on this many responses this similar (embedding of response and
-# reason) within the window become one candidate prevention prompt.
-AGENT_SCAN_MIN_SUPPORT = env.int("AGENT_SCAN_MIN_SUPPORT", default=2)
-AGENT_SCAN_SIMILARITY = env.float("AGENT_SCAN_SIMILARITY", default=0.7)
-AGENT_SCAN_DAYS = env.int("AGENT_SCAN_DAYS", default=30)
-AGENT_SCAN_MAX_EVENTS = env.int("AGENT_SCAN_MAX_EVENTS", default=5000)
 # A private memory or preference below this confidence is never shared with a team or project.
 MEMORY_SHARE_MIN_CONFIDENCE = env.float("MEMORY_SHARE_MIN_CONFIDENCE", default=0.7)
 WORKFLOW_CONTEXT_MIN_SIMILARITY = env.float("WORKFLOW_CONTEXT_MIN_SIMILARITY", default=0.3)
@@ -250,10 +244,3 @@ CELERY_BEAT_SCHEDULE = {
 
 # Retrieval.
 RETRIEVAL_INDEX_DIR = env.path("RETRIEVAL_INDEX_DIR", default=str(VAR_DIR / "index"))
-# The retrieval promotion scan: evidence from the last RETRIEVAL_SCAN_DAYS, at least
-# RETRIEVAL_SCAN_MIN_SUPPORT signals of a kind per chunk, smoothed with RETRIEVAL_SCAN_PRIOR
-# pseudo-observations; a boost needs a rank-adjusted lift of RETRIEVAL_SCAN_MIN_LIFT.
-RETRIEVAL_SCAN_DAYS = env.int("RETRIEVAL_SCAN_DAYS", default=90)
-RETRIEVAL_SCAN_MIN_SUPPORT = env.int("RETRIEVAL_SCAN_MIN_SUPPORT", default=3)
-RETRIEVAL_SCAN_PRIOR = env.float("RETRIEVAL_SCAN_PRIOR", default=2.0)
-RETRIEVAL_SCAN_MIN_LIFT = env.float("RETRIEVAL_SCAN_MIN_LIFT", default=1.2)

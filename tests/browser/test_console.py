@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from promotions.models import LearningPromotion
+from accounts.actors import Actor
+from promotions.models import LearningPromotion, ScanRun
 from retrieval.models import RetrievalWeight
 from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
 from tests.factories import UserFactory
@@ -13,8 +14,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_generate_approve_preview_apply_pause_resume(logged_in_page):
-    from accounts.actors import Actor
-
     admin = UserFactory(username="reviewer", is_staff=True, is_superuser=True)
     reader = Actor(user=UserFactory(username="reader"))
     documents_import(
@@ -36,7 +35,11 @@ def test_generate_approve_preview_apply_pause_resume(logged_in_page):
 
     page = logged_in_page(admin, "/console/promotions/")
     page.get_by_role("button", name="Generate").click()
-    page.get_by_text("Scan done: 0 boosts and 1 penalties proposed").wait_for()
+    page.get_by_text("Scan queued.").wait_for()
+    # No broker here: the task ran when the request committed, so the list shows the finished scan.
+    page.locator('[data-role="scan-status"]', has_text="succeeded").wait_for()
+    page.get_by_text("Retrieval: 0 boosts and 1 penalties proposed").wait_for()
+    assert ScanRun.objects.get().requested_by == admin
     page.get_by_role("link", name="retrieval_weight").click()
     page.get_by_label("Notes for approve").fill("stale since the 2025 revision")
     page.get_by_role("button", name="Approve").click()

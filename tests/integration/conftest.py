@@ -122,8 +122,10 @@ def celery_worker(postgres, broker_url):
 @pytest.fixture
 def real_broker(celery_worker, settings):
     """Send tasks to the real broker (not eagerly), on the worker's queue, for one test."""
-    settings.CELERY_TASK_ALWAYS_EAGER = False
+    # Read the app's configuration before the setting changes: it is loaded lazily from the settings,
+    # and read afterwards it would save "not eager" for every later test of the session.
     saved = (app.conf.task_always_eager, app.conf.task_default_queue)
+    settings.CELERY_TASK_ALWAYS_EAGER = False
     app.conf.task_always_eager = False
     app.conf.task_default_queue = celery_worker["queue"]
     try:

@@ -10,8 +10,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from feedback.services.task_feedback import task_feedback_record
-from promotions import services
-from promotions.models import LearningPromotion
+from promotions import scans, services
+from promotions.models import LearningPromotion, ScanRun
 
 
 def propose_tasks(world, n):
@@ -49,6 +49,7 @@ def test_console_is_staff_only(world, who):
 def test_list_page_runs_a_fixed_number_of_queries(world):
     client = staff_client(world)
     propose_tasks(world, 1)
+    scans.scan_run_request(actor=world.actor("admin"), scanner="all", enqueue=False)
     with CaptureQueriesContext(connection) as few:
         assert client.get("/console/promotions/").status_code == 200
     propose_tasks(world, 25)
@@ -71,3 +72,37 @@ def test_detail_actions_and_audit(world):
     response = client.post(f"/console/promotions/{promotion.pk}/resume", follow=True)
     assert b"Cannot resume a promotion that is approved" in response.content
     assert client.post(f"/console/promotions/{promotion.pk}/explode").status_code == 404
+
+
+def test_generate_queues_a_scan_and_the_list_shows_its_report(world, django_capture_on_commit_callbacks):
+    client = staff_client(world)
+    task_feedback_record(
+        actor=world.actor("owner"),
+        task_snapshot={"id": "t", "title": "Draft the Q3 memo", "description": "Spend per line"},
+        rating="good",
+        completed=True,
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/console/promotions/scan")
+    assert response.status_code == 302
+    assert response["Location"] == "/console/promotions/"
+    run = ScanRun.objects.get()
+    assert (run.scanner, run.status, run.requested_by) == ("all", "succeeded", world.admin)
+    page = client.get("/console/promotions/").content.decode()
+    assert "Scan queued." in page
+    assert '<span data-role="scan-status">succeeded</span>' in page
+    assert "Task examples: 1 proposed." in page
+    assert "Retrieval: 0 boosts and 0 penalties proposed" in page
+    assert 'http-equiv="refresh"' not in page  # nothing left to follow
+
+
+def test_the_list_follows_an_open_scan(world, django_capture_on_commit_callbacks):
+    client = staff_client(world)
+    with django_capture_on_commit_callbacks(execute=False):
+        client.post("/console/promotions/scan")
+        again = client.post("/console/promotions/scan", follow=True).content.decode()
+    assert ScanRun.objects.count() == 1
+    assert "A scan is already queued or running." in again
+    assert '<span data-role="scan-status">queued</span>' in again
+    assert "0 of 3 scanners done" in again
+    assert '<meta http-equiv="refresh" content="3">' in again  # the page refreshes until the scan finishes

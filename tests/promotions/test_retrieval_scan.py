@@ -6,12 +6,20 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from config.exceptions import Conflict
+from core.embeddings import get_embedder
 from feedback.models import FeedbackEvent
 from promotions import services
 from promotions.models import LearningPromotion
-from promotions.scanners import retrieval_scan
+from promotions.scanners.retrieval import retrieval_scan
 from retrieval.models import Chunk, RetrievalFeedback, RetrievalQuery, RetrievalWeight
-from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
+from retrieval.services import (
+    DocumentInput,
+    ResultFeedback,
+    documents_import,
+    retrieval_feedback_record,
+    search,
+    weight_create,
+)
 from tests.concurrency import at_once
 
 DOCS = {
@@ -24,8 +32,6 @@ DOCS = {
 
 @pytest.fixture
 def corpus(world):
-    from core.embeddings import get_embedder
-
     get_embedder()
     documents_import(actor=world.actor("service"), items=[DocumentInput(id=k, raw_text=v) for k, v in DOCS.items()])
     return {c.document_id: c for c in Chunk.objects.all()}
@@ -168,8 +174,6 @@ def test_paused_and_superseded_weights_are_ignored(world, corpus):
 
 
 def test_an_apply_delivered_twice_makes_one_weight(world, corpus):
-    from retrieval.services import weight_create
-
     ask(world, "hypersonic heating", mark="heating", outcome="stale")
     retrieval_scan()
     approve_and_apply_all(world)
@@ -189,12 +193,14 @@ def test_the_database_refuses_a_weight_outside_its_bounds(world, corpus):
         )
 
 
-def test_scan_endpoint_is_for_admins(world, corpus):
+def test_scan_endpoint_queues_a_run_whose_report_is_the_scanners(world, corpus, django_capture_on_commit_callbacks):
     ask(world, "hypersonic heating", mark="heating", outcome="stale")
-    assert world.client("owner").post("/api/v1/promotions/scan").status_code == 403
-    assert world.client("service").post("/api/v1/promotions/scan").status_code == 403
-    response = world.client("admin").post("/api/v1/promotions/scan", {"scanner": "retrieval"}, format="json")
-    assert response.json() == {"retrieval": {"groups": 1, "boosts": 0, "penalties": 1, "skipped_open": 0}}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client("admin").post("/api/v1/promotions/scan", {"scanner": "retrieval"}, format="json")
+    assert response.status_code == 202
+    run = world.client("admin").get(f"/api/v1/promotions/scans/{response.json()['id']}").json()
+    assert run["status"] == "succeeded"
+    assert run["report"] == {"retrieval": {"groups": 1, "boosts": 0, "penalties": 1, "skipped_open": 0}}
     assert RetrievalFeedback.objects.filter(outcome="stale").count() == 3
 
 

@@ -16,7 +16,7 @@ from learning.models import AgentLearning, LearningUsage
 from promotions import services
 from promotions.destinations import writer_for
 from promotions.models import LearningPromotion
-from promotions.scanners import agent_learning_scan
+from promotions.scanners.agent_learning import agent_learning_scan
 from tests.factories import MembershipFactory, ProjectFactory
 
 FEEDBACK = "/api/v1/responses/feedback"
@@ -197,16 +197,20 @@ def test_similar_thumbs_down_from_different_tools_are_not_grouped(world):
     assert not LearningPromotion.objects.exists()
 
 
-def test_a_steering_reason_is_flagged_for_review_and_never_proposed(world):
+def test_a_steering_reason_is_flagged_for_review_and_never_proposed(world, django_capture_on_commit_callbacks):
     thumbs_down(world, "resp-0", BUDGET[0][0], STEERING)
     thumbs_down(world, "resp-1", *BUDGET[1], role="member")  # without the steering one: too little support
     admin = world.client("admin")
     for flagged_now in (1, 0):  # the API scans as an admin; scanning again flags (and counts) nothing new
-        response = admin.post("/api/v1/promotions/scan", {"scanner": "agent_learning"}, format="json")
-        assert response.status_code == 200, response.content
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin.post("/api/v1/promotions/scan", {"scanner": "agent_learning"}, format="json")
+        assert response.status_code == 202, response.content
+        run = admin.get(f"/api/v1/promotions/scans/{response.json()['id']}").json()
         report = {"thumbs_down": 2, "groups": 0, "proposed": 0, "flagged": flagged_now}
-        assert response.json()["agent_learning"] == report
-    page = staff_client(world).post("/console/promotions/scan", follow=True)  # so does the console
+        assert run["report"]["agent_learning"] == report
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client(world).post("/console/promotions/scan")  # so does the console
+    page = staff_client(world).get("/console/promotions/")
     assert page.status_code == 200
     assert b"0 steering reasons flagged" in page.content
     assert not LearningPromotion.objects.exists()

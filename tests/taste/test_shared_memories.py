@@ -6,12 +6,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.urls import resolve
 from django.utils import timezone
 
 from config.exceptions import ApplicationError, Conflict
 from learning import services
 from learning.analyzer.base import MemoryFinding, PreferenceFinding
 from learning.models import Memory, Preference
+from promotions.apis.shares import MemoryShareApi, PreferenceShareApi
 from promotions.destinations import WRITERS
 from promotions.models import LearningPromotion
 from promotions.services import promotion_propose, promotion_transition
@@ -61,6 +63,14 @@ def share_url(subject_type: str, item) -> str:
 
 def share(client, subject_type, item, **body):
     return client.post(share_url(subject_type, item), body, format="json")
+
+
+@pytest.mark.parametrize("mount", ["/api/v1/", "/api/pdb/v1/reggie/"])
+def test_the_share_endpoints_are_the_promotions_apps(mount):
+    """Sharing opens a promotion candidate: the promotions app serves it, on both mounts."""
+    item = "6f1c1f53-8a4e-4d0e-9a57-2f3b3c1d9e10"
+    assert resolve(f"{mount}memories/{item}/share").func.view_class is MemoryShareApi
+    assert resolve(f"{mount}preferences/7/share").func.view_class is PreferenceShareApi
 
 
 def text_of(subject_type: str) -> str:

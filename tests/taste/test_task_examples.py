@@ -11,7 +11,7 @@ from feedback.services.task_feedback import task_feedback_record
 from learning.agent import response_feedback_record
 from promotions import services
 from promotions.models import LearningPromotion
-from promotions.scanners import task_example_scan
+from promotions.scanners.task_example import task_example_scan
 
 
 def rated(

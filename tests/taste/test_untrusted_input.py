@@ -16,7 +16,8 @@ from learning import taste
 from learning.corrections import corrections_derive
 from learning.models import TastePattern
 from promotions.models import LearningPromotion
-from promotions.scanners import agent_learning_scan, task_example_scan
+from promotions.scanners.agent_learning import agent_learning_scan
+from promotions.scanners.task_example import task_example_scan
 from tests.concurrency import at_once
 from tests.taste.test_taste_api import DECISIONS, REPORT, learn_section_pattern, run
 

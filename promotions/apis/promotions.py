@@ -1,4 +1,4 @@
-"""HTTP API of the promotion ledger (staff admins): list, read, propose, and each lifecycle action."""
+"""HTTP API of the promotion ledger (staff admins): list, read, propose, preview, and each lifecycle action."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from config.exceptions import AccessDenied
 from promotions import selectors, services
 from promotions.destinations import WRITERS, writer_for
 from promotions.filters import PromotionFilter
-from promotions.scanners import SCANNERS
+from promotions.previews import retrieval_weight_preview
 
 
 class PromotionOutputSerializer(serializers.Serializer):
@@ -62,7 +62,8 @@ class ActionInputSerializer(StrictInputSerializer):
     superseded_by = serializers.UUIDField(required=False, allow_null=True)
 
 
-def _admin(request: Request) -> Actor:
+def admin_actor(request: Request) -> Actor:
+    """The request's actor, who must be a staff admin (the whole promotions API is theirs)."""
     actor = Actor.from_request(request)
     if not actor.is_admin:
         raise AccessDenied("Only staff admins review promotions.")
@@ -79,7 +80,7 @@ class PromotionListCreateApi(APIView):
         return paginated_list(
             request=request,
             view=self,
-            queryset=selectors.promotion_list(actor=_admin(request)),
+            queryset=selectors.promotion_list(actor=admin_actor(request)),
             filterset_class=PromotionFilter,
             output_serializer=PromotionOutputSerializer,
         )
@@ -90,7 +91,7 @@ class PromotionListCreateApi(APIView):
         summary="Propose a candidate by hand (the subject's open candidate if it has one)",
     )
     def post(self, request: Request) -> Response:
-        actor = _admin(request)
+        actor = admin_actor(request)
         serializer = ProposeInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -111,7 +112,7 @@ class PromotionListCreateApi(APIView):
 class PromotionDetailApi(APIView):
     @extend_schema(responses=PromotionOutputSerializer, summary="One promotion")
     def get(self, request: Request, promotion_id: str) -> Response:
-        promotion = selectors.promotion_get(actor=_admin(request), promotion_id=promotion_id)
+        promotion = selectors.promotion_get(actor=admin_actor(request), promotion_id=promotion_id)
         if promotion is None:
             raise NotFound("No such promotion.")
         return Response(PromotionOutputSerializer(promotion).data)
@@ -124,7 +125,7 @@ class PromotionActionApi(APIView):
 
     @extend_schema(request=ActionInputSerializer, responses=PromotionOutputSerializer)
     def post(self, request: Request, promotion_id: str) -> Response:
-        actor = _admin(request)
+        actor = admin_actor(request)
         if selectors.promotion_get(actor=actor, promotion_id=promotion_id) is None:
             raise NotFound("No such promotion.")
         serializer = ActionInputSerializer(data=request.data)
@@ -138,49 +139,6 @@ class PromotionActionApi(APIView):
             superseded_by=str(superseded_by) if superseded_by else None,
         )
         return Response(PromotionOutputSerializer(promotion).data)
-
-
-class RetrievalScanOutputSerializer(serializers.Serializer):
-    groups = serializers.IntegerField(help_text="Chunks with enough repeated signals to consider.")
-    boosts = serializers.IntegerField(help_text="New boost candidates.")
-    penalties = serializers.IntegerField(help_text="New penalty candidates.")
-    skipped_open = serializers.IntegerField(help_text="Chunks that already have an open candidate.")
-
-
-class AgentScanOutputSerializer(serializers.Serializer):
-    thumbs_down = serializers.IntegerField(help_text="Recent thumbs-down not yet behind a promotion.")
-    groups = serializers.IntegerField(help_text="Groups of similar responses with enough support.")
-    proposed = serializers.IntegerField(help_text="New agent-learning candidates.")
-    flagged = serializers.IntegerField(help_text="Reasons that try to steer the assistant: flagged, not used.")
-
-
-class TaskExampleScanOutputSerializer(serializers.Serializer):
-    eligible = serializers.IntegerField(help_text="Completed tasks rated good, not examples yet.")
-    proposed = serializers.IntegerField(help_text="New task-example candidates.")
-
-
-class ScanInputSerializer(StrictInputSerializer):
-    scanner = serializers.ChoiceField(choices=["all", *SCANNERS], default="all")
-
-
-class ScanOutputSerializer(serializers.Serializer):
-    retrieval = RetrievalScanOutputSerializer(required=False)
-    agent_learning = AgentScanOutputSerializer(required=False)
-    task_example = TaskExampleScanOutputSerializer(required=False)
-
-
-class PromotionScanApi(APIView):
-    @extend_schema(
-        request=ScanInputSerializer, responses=ScanOutputSerializer, summary="Run the promotion scanners now"
-    )
-    def post(self, request: Request) -> Response:
-        from promotions.scanners import promotions_scan
-
-        actor = _admin(request)
-        serializer = ScanInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        reports = promotions_scan(actor=actor, scanner=serializer.validated_data["scanner"])
-        return Response(ScanOutputSerializer(reports).data)
 
 
 class PreviewQuerySerializer(serializers.Serializer):
@@ -215,9 +173,7 @@ class PromotionPreviewApi(APIView):
         responses=PreviewOutputSerializer, summary="Impact preview: recent queries replayed with and without the weight"
     )
     def get(self, request: Request, promotion_id: str) -> Response:
-        from promotions.previews import retrieval_weight_preview
-
-        promotion = selectors.promotion_get(actor=_admin(request), promotion_id=promotion_id)
+        promotion = selectors.promotion_get(actor=admin_actor(request), promotion_id=promotion_id)
         if promotion is None:
             raise NotFound("No such promotion.")
         return Response(PreviewOutputSerializer(retrieval_weight_preview(promotion=promotion)).data)

@@ -1,0 +1,107 @@
+"""HTTP API of the promotion scans (staff admins): queue a scan, follow its runs."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import StrictInputSerializer, filterset_parameters, paginated_list
+from promotions import scans, selectors
+from promotions.apis.promotions import admin_actor
+from promotions.filters import ScanRunFilter
+from promotions.models import Scanner
+
+
+class RetrievalScanOutputSerializer(serializers.Serializer):
+    groups = serializers.IntegerField(help_text="Chunks with enough repeated signals to consider.")
+    boosts = serializers.IntegerField(help_text="New boost candidates.")
+    penalties = serializers.IntegerField(help_text="New penalty candidates.")
+    skipped_open = serializers.IntegerField(help_text="Chunks that already have an open candidate.")
+
+
+class AgentScanOutputSerializer(serializers.Serializer):
+    thumbs_down = serializers.IntegerField(help_text="Recent thumbs-down not yet behind a promotion.")
+    groups = serializers.IntegerField(help_text="Groups of similar responses with enough support.")
+    proposed = serializers.IntegerField(help_text="New agent-learning candidates.")
+    flagged = serializers.IntegerField(help_text="Reasons that try to steer the assistant: flagged, not used.")
+
+
+class TaskExampleScanOutputSerializer(serializers.Serializer):
+    eligible = serializers.IntegerField(help_text="Completed tasks rated good, not examples yet.")
+    proposed = serializers.IntegerField(help_text="New task-example candidates.")
+
+
+class ScanReportSerializer(serializers.Serializer):
+    """Each finished scanner's report, by name."""
+
+    retrieval = RetrievalScanOutputSerializer(required=False)
+    agent_learning = AgentScanOutputSerializer(required=False)
+    task_example = TaskExampleScanOutputSerializer(required=False)
+
+
+class ScanInputSerializer(StrictInputSerializer):
+    scanner = serializers.ChoiceField(
+        choices=Scanner.values,
+        default=Scanner.ALL,
+        error_messages={"invalid_choice": f"scanner must be one of {', '.join(Scanner.values)}."},
+    )
+
+
+class ScanRunOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    scanner = serializers.CharField()
+    status = serializers.CharField(help_text="queued, running, succeeded or failed")
+    requested_by = serializers.CharField(
+        source="requested_by.username", allow_null=True, help_text="null: the schedule"
+    )
+    current = serializers.CharField(help_text="The scanner running now (while running).")
+    step = serializers.IntegerField(help_text="Scanners finished so far.")
+    total = serializers.IntegerField(help_text="Scanners this run runs.")
+    report = ScanReportSerializer(help_text="Each finished scanner's report (so far, while running).")
+    error = serializers.CharField(help_text="Why the run failed.")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class PromotionScanApi(APIView):
+    @extend_schema(
+        request=ScanInputSerializer,
+        responses={202: ScanRunOutputSerializer},
+        summary="Queue a scan (or get the open run of that scanner); follow it at /promotions/scans/<id>",
+    )
+    def post(self, request: Request) -> Response:
+        actor = admin_actor(request)
+        serializer = ScanInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        run, _ = scans.scan_run_request(actor=actor, scanner=serializer.validated_data["scanner"])
+        return Response(ScanRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ScanRunListApi(APIView):
+    @extend_schema(
+        parameters=filterset_parameters(ScanRunFilter),
+        responses=ScanRunOutputSerializer(many=True),
+        summary="Scan runs, latest first",
+    )
+    def get(self, request: Request) -> Response:
+        return paginated_list(
+            request=request,
+            view=self,
+            queryset=selectors.scan_run_list(actor=admin_actor(request)),
+            filterset_class=ScanRunFilter,
+            output_serializer=ScanRunOutputSerializer,
+        )
+
+
+class ScanRunDetailApi(APIView):
+    @extend_schema(responses=ScanRunOutputSerializer, summary="One scan run: its progress, then its report")
+    def get(self, request: Request, scan_run_id: str) -> Response:
+        run = selectors.scan_run_get(actor=admin_actor(request), scan_run_id=scan_run_id)
+        if run is None:
+            raise NotFound("No such scan run.")
+        return Response(ScanRunOutputSerializer(run).data)

@@ -1,0 +1,97 @@
+"""Asking to share one of your own private memories or preferences with a team or project: the
+request becomes a ``memory`` promotion candidate that a staff admin reviews; nothing is shared
+before it is approved and applied. Served at ``memories/<id>/share`` and ``preferences/<id>/share``
+(under /api/v1/ and the /api/pdb/v1/reggie/ mount)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+from accounts.models import Project, User
+from accounts.selectors import project_get_for_member
+from config.api import StrictCharField, StrictInputSerializer
+from config.exceptions import AccessDenied, ApplicationError
+from learning.selectors import memory_get_own, preference_get
+from promotions.services import memory_share_propose
+
+
+class ShareInputSerializer(StrictInputSerializer):
+    visibility = serializers.ChoiceField(choices=["team", "project"])
+    project = StrictCharField(required=False, allow_blank=True, max_length=100)
+    notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
+
+
+class ShareOutputSerializer(serializers.Serializer):
+    promotion_id = serializers.UUIDField()
+    status = serializers.CharField()
+    created = serializers.BooleanField(help_text="False: this item already had an open candidate.")
+
+
+def _owner(request: Request) -> User:
+    """Whose item is shared: the caller, or the user a service key names."""
+    actor = Actor.from_request(request)
+    if actor.user is None:
+        raise ApplicationError(
+            "A service key must name the user with the X-On-Behalf-Of header.", field="X-On-Behalf-Of"
+        )
+    return actor.user
+
+
+def _owner_project(user: User, slug: str | None) -> Project | None:
+    """A project the owner belongs to (staff: any): whoever the caller is, it shares into the owner's
+    projects only."""
+    if not slug:
+        return None
+    project = project_get_for_member(slug=slug, user=user)
+    if project is None:
+        raise ApplicationError(f"No project {slug!r}.", field="project")
+    if not user.is_staff and not getattr(project, "is_member", False):
+        raise AccessDenied("The user is not a member of this project.", field="project")
+    return project
+
+
+class _ShareApi(APIView):
+    """Ask for one of your own private items to be shared: it becomes a promotion candidate that a
+    staff admin reviews; nothing is shared before it is approved and applied."""
+
+    subject_type = ""
+
+    @extend_schema(request=ShareInputSerializer, responses={201: ShareOutputSerializer, 200: ShareOutputSerializer})
+    def post(self, request: Request, item_id: str) -> Response:
+        user = _owner(request)
+        owned = (
+            memory_get_own(user=user, memory_id=item_id)
+            if self.subject_type == "memory"
+            else preference_get(user=user, preference_id=int(item_id))
+        )
+        if owned is None:
+            raise NotFound(f"No such {self.subject_type}.")
+        serializer = ShareInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        promotion, created = memory_share_propose(
+            actor=Actor.from_request(request),
+            subject_type=self.subject_type,
+            subject_id=str(owned.pk),
+            visibility=data["visibility"],
+            project=_owner_project(user, data.get("project")),
+            notes=data.get("notes", ""),
+        )
+        body = {"promotion_id": promotion.pk, "status": promotion.status, "created": created}
+        return Response(
+            ShareOutputSerializer(body).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class MemoryShareApi(_ShareApi):
+    subject_type = "memory"
+
+
+class PreferenceShareApi(_ShareApi):
+    subject_type = "preference"
