@@ -97,8 +97,8 @@ def main() -> None:
     from accounts.services import api_key_create, project_ensure, project_member_add, user_ensure
     from feedback.models import TaskFeedback
     from feedback.services import task_feedback_record
-    from learning import taste
-    from learning.agent import response_feedback_record
+    from learning.services import taste
+    from learning.services.agent import response_feedback_record
     from learning.analyzer.base import MemoryFinding
     from learning.context import Scope, context_build
     from learning.models import AgentLearning, LearningUsage, Memory, Preference, TastePattern

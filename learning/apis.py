@@ -20,7 +20,8 @@ from accounts.models import Project, User
 from accounts.selectors import project_get_by_slug, project_get_for_member, user_is_project_member
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
-from learning import agent, selectors, services, taste
+from learning import selectors, services
+from learning.services import agent, taste
 from learning.context import Scope, context_build, notice
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage
 from promotions.services import memory_share_propose

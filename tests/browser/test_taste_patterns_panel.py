@@ -8,7 +8,8 @@ import re
 import pytest
 
 from accounts.actors import Actor
-from learning import services, taste
+from learning import services
+from learning.services import taste
 from learning.models import TastePattern
 from tests.factories import UserFactory
 

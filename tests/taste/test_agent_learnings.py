@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from config.exceptions import ApplicationError
 from feedback.models import FeedbackEvent
-from learning.agent import response_feedback_record
+from learning.services.agent import response_feedback_record
 from learning.models import AgentLearning, LearningUsage
 from promotions import services
 from promotions.destinations import writer_for

@@ -8,7 +8,7 @@ import pytest
 
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services import task_feedback_record
-from learning.agent import response_feedback_record
+from learning.services.agent import response_feedback_record
 from promotions import services
 from promotions.models import LearningPromotion
 from promotions.scanners import task_example_scan

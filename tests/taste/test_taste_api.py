@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from feedback.models import FeedbackEvent
-from learning import taste
+from learning.services import taste
 from learning.models import TastePattern
 
 RUNS, DECISIONS, PATTERNS = "/api/v1/commands/runs", "/api/v1/commands/decisions", "/api/v1/taste-patterns"

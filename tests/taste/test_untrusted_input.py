@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from feedback.models import FeedbackEvent
 from feedback.services import task_feedback_record
-from learning import taste
+from learning.services import taste
 from learning.corrections import corrections_derive
 from learning.models import TastePattern
 from promotions.models import LearningPromotion

@@ -40,7 +40,7 @@ from learning.context import (
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
 from learning.safety import steering_reasons
 from learning.selectors import pattern_window, recent_messages
-from learning.taste import asks_to_stop, taste_pattern_stop
+from learning.services.taste import asks_to_stop, taste_pattern_stop
 
 logger = logging.getLogger(__name__)
 
