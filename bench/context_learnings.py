@@ -97,12 +97,14 @@ def main() -> None:
     from accounts.services import api_key_create, project_ensure, project_member_add, user_ensure
     from feedback.models import TaskFeedback
     from feedback.services import task_feedback_record
-    from learning.services import taste
-    from learning.services.agent import response_feedback_record
     from learning.analyzer.base import MemoryFinding
     from learning.context import Scope, context_build
     from learning.models import AgentLearning, LearningUsage, Memory, Preference, TastePattern
-    from learning.services import memory_remember, preference_add_manual
+    from learning.services import taste
+    from learning.services.agent import response_feedback_record
+    from learning.services.memories import memory_remember
+    from learning.services.preferences import preference_add_manual
+    from learning.services.usages import usages_record
     from promotions.models import LearningPromotion
     from promotions.scanners import agent_learning_scan, task_example_scan
     from promotions.services import promotion_propose, promotion_transition
@@ -305,7 +307,12 @@ def main() -> None:
         elapsed = (time.perf_counter() - started) * 1000
         assert response.status_code == 200, response.content
         started = time.perf_counter()
-        context_build(user=carol, message=message, scope=scope, response_id=f"direct-{i}", record=True)
+        usages_record(
+            user=carol,
+            context=context_build(user=carol, message=message, scope=scope),
+            scope=scope,
+            response_id=f"direct-{i}",
+        )
         direct_elapsed = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
         context_build(user=carol, message=message, scope=scope)
@@ -333,8 +340,8 @@ def main() -> None:
     )
     print(f"usage rows recorded by the API: {usages} ({usages / (args.calls + warm_up):.0f} per call)")
     print(f"GET /api/v1/context (full request path, record): {percentiles(http)}")
-    print(f"context_build (record=True, no HTTP):           {percentiles(direct)}")
-    print(f"context_build (record=False, no HTTP):          {percentiles(unrecorded)}")
+    print(f"context_build + usages_record (no HTTP):         {percentiles(direct)}")
+    print(f"context_build (no HTTP):                        {percentiles(unrecorded)}")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     print(f"goal p95 <= 10 ms: {'met' if p95(http) <= 10 else 'NOT met'} (p95 {p95(http):.2f} ms)")
 

@@ -20,10 +20,10 @@ from accounts.models import Project, User
 from accounts.selectors import project_get_by_slug, project_get_for_member, user_is_project_member
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
-from learning import selectors, services
-from learning.services import agent, taste
+from learning import selectors
 from learning.context import Scope, context_build, notice
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage
+from learning.services import agent, messages, preferences, taste, usages, workflows
 from promotions.services import memory_share_propose
 
 
@@ -101,7 +101,7 @@ class MessageCreateApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         user = subject_user(request)
-        message, context = services.message_observe(
+        message, context = messages.message_observe(
             user=user,
             session_id=data["session_id"],
             content=data["content"],
@@ -147,9 +147,8 @@ class ContextApi(APIView):
             command=data.get("command", ""),
             tool_name=data.get("tool", ""),
         )
-        context = context_build(
-            user=user, message=data.get("message"), scope=scope, response_id=data.get("response_id", ""), record=True
-        )
+        context = context_build(user=user, message=data.get("message"), scope=scope)
+        usages.usages_record(user=user, context=context, scope=scope, response_id=data.get("response_id", ""))
         return Response(ContextOutputSerializer(context.as_dict()).data)
 
 
@@ -195,7 +194,7 @@ class PreferenceListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         serializer = PreferenceInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        row, created = services.preference_add_manual(user=subject_user(request), **serializer.validated_data)
+        row, created = preferences.preference_add_manual(user=subject_user(request), **serializer.validated_data)
         return Response(
             PreferenceOutputSerializer(row).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
@@ -218,7 +217,7 @@ class PreferenceToggleApi(APIView):
             raise NotFound("No such preference.")
         serializer = ToggleInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        row = services.preference_set_active(preference=preference, active=serializer.validated_data["active"])
+        row = preferences.preference_set_active(preference=preference, active=serializer.validated_data["active"])
         return Response(PreferenceOutputSerializer(row).data)
 
 
@@ -228,7 +227,7 @@ class PreferenceDetailApi(APIView):
         preference = selectors.preference_get(user=subject_user(request), preference_id=preference_id)
         if preference is None:
             raise NotFound("No such preference.")
-        services.preference_delete(preference=preference)
+        preferences.preference_delete(preference=preference)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -269,7 +268,7 @@ class WorkflowToggleApi(APIView):
         serializer.is_valid(raise_exception=True)
         return Response(
             WorkflowOutputSerializer(
-                services.workflow_set_active(workflow=workflow, active=serializer.validated_data["active"])
+                workflows.workflow_set_active(workflow=workflow, active=serializer.validated_data["active"])
             ).data
         )
 
@@ -280,7 +279,7 @@ class WorkflowDetailApi(APIView):
         workflow = selectors.workflow_get(user=subject_user(request), workflow_id=workflow_id)
         if workflow is None:
             raise NotFound("No such workflow.")
-        services.workflow_delete(workflow=workflow)
+        workflows.workflow_delete(workflow=workflow)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -17,12 +17,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
-from django.utils import timezone
 
 from accounts.models import User
 from accounts.selectors import project_ids_for_user
-from learning.models import AgentLearning, LearnedWorkflow, LearningUsage, Memory, Preference, TastePattern
+from learning.models import AgentLearning, LearnedWorkflow, Memory, Preference, TastePattern
 from learning.safety import quoted
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -275,15 +273,13 @@ def _in_scope(item: dict[str, Any], scope: Scope) -> bool:
     return item["project"] is None or item["project"] == scope.project_id
 
 
-def context_build(
-    *, user: User, message: str | None = None, scope: Scope | None = None, response_id: str = "", record: bool = False
-) -> Context:
+def context_build(*, user: User, message: str | None = None, scope: Scope | None = None) -> Context:
     """Everything learned that applies to this call, within ``CONTEXT_MAX_CHARS``: active
     preferences, the workflow the message matches, the taste patterns of the plugin/command (each
     with its notice), agent learnings scoped to the project and tool, the memories the user may see,
     and, for task generation, up to three approved task examples. ``scope.project_id`` counts only
-    for the project's members (and staff); for anyone else it is ignored. With ``record``, each
-    injection is recorded."""
+    for the project's members (and staff); for anyone else it is ignored. Writes
+    nothing: the caller records the injections (``learning.services.usages.usages_record``)."""
     if not settings.REGGIE_PREFERENCE_LEARNING:
         return Context(enabled=False)
     scope = scope or Scope()
@@ -362,77 +358,4 @@ def context_build(
                 break
         else:
             break
-    if record:
-        _record_injections(user=user, context=context, scope=scope, response_id=response_id)
     return context
-
-
-_ITEM_TYPES = (
-    ("preferences", "preference"),
-    ("taste_patterns", "taste_pattern"),
-    ("agent_learnings", "agent_learning"),
-    ("memories", "memory"),
-    ("task_examples", "task_example"),
-)
-
-
-_USAGE_COLUMNS = (
-    "learning_id",
-    "item_type",
-    "item_id",
-    "user_id",
-    "project_id",
-    "surface",
-    "plugin",
-    "command",
-    "tool_name",
-    "response_id",
-    "outcome",
-    "created_at",
-)
-
-
-def _record_injections(*, user: User, context: Context, scope: Scope, response_id: str) -> None:
-    """One usage row per injected learning, in one INSERT. This runs on every context and every
-    observed message, so the statement is built here: the ORM's bulk_create spent about 1.5 ms
-    per call preparing a dozen rows of plain values (measured in-process on PostgreSQL)."""
-    items = [(item_type, item["id"]) for name, item_type in _ITEM_TYPES for item in getattr(context, name)]
-    if context.workflow is not None:
-        items.append(("workflow", context.workflow["id"]))
-    if not items:
-        return
-    learning_field = LearningUsage._meta.get_field("learning").target_field
-    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
-    common = (
-        user.pk,
-        scope.project_id,
-        scope.surface[:50],
-        scope.plugin[:100],
-        scope.command[:100],
-        scope.tool_name[:100],
-        response_id[:255],
-        LearningUsage.Outcome.PENDING.value,
-        created_at,
-    )
-    params: list[Any] = []
-    for item_type, item_id in items:
-        learning_id = (
-            learning_field.get_db_prep_value(uuid.UUID(str(item_id)), connection)
-            if item_type == "agent_learning"
-            else None
-        )
-        params.extend((learning_id, item_type, str(item_id), *common))
-    row = "(" + ", ".join(["%s"] * len(_USAGE_COLUMNS)) + ")"
-    # Constant table and column names; every value is a parameter.
-    table, columns = LearningUsage._meta.db_table, ", ".join(_USAGE_COLUMNS)
-    sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * len(items))}"  # noqa: S608
-    if connection.in_atomic_block:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)  # committed with the caller's writes
-        return
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # Usage rows are telemetry: not waiting for their WAL flush halves the cost of
-            # recording them; a crash can lose the last few milliseconds of them, nothing else.
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        cursor.execute(sql, params)

@@ -18,11 +18,11 @@ from accounts.models import Project
 from config.exceptions import ApplicationError
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services import task_feedback_set_promoted
-from learning.services.agent import agent_learning_create, agent_learning_set_status
 from learning.context import context_invalidate_shared
 from learning.models import AgentLearning, Memory
 from learning.safety import steering_reasons
-from learning.services import memory_share_apply, memory_share_check, memory_share_set_status
+from learning.services.agent import agent_learning_create, agent_learning_set_status
+from learning.services.memories import memory_share_apply, memory_share_check, memory_share_set_status
 from promotions.models import LearningPromotion
 from retrieval.models import Chunk, RetrievalWeight, WeightStatus
 from retrieval.services import weight_create, weight_set_status

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from learning import services
 from learning.models import LearnedWorkflow, Preference
+from learning.services import preferences
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -14,10 +14,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def user():
     user = UserFactory(username="pat")
-    services.preference_add_manual(
+    preferences.preference_add_manual(
         user=user, category="length", preference="concise", description="Keep responses short"
     )
-    services.preference_add_manual(
+    preferences.preference_add_manual(
         user=user, category="format", preference="bullet_points", description="Use bullet points"
     )
     LearnedWorkflow.objects.create(

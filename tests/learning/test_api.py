@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from learning import services
 from learning.models import ChatMessage, LearnedWorkflow, Preference
+from learning.services import preferences
 
 MOUNTS = ["/api/v1", "/api/pdb/v1/reggie"]
 
@@ -17,13 +17,13 @@ def analysis_enqueues(callbacks):
 
 @pytest.fixture
 def owner_prefs(world):
-    concise, _ = services.preference_add_manual(
+    concise, _ = preferences.preference_add_manual(
         user=world.owner, category="length", preference="concise", description="Keep responses short"
     )
-    bullets, _ = services.preference_add_manual(
+    bullets, _ = preferences.preference_add_manual(
         user=world.owner, category="format", preference="bullet_points", description="Use bullet points"
     )
-    other, _ = services.preference_add_manual(
+    other, _ = preferences.preference_add_manual(
         user=world.other, category="tone", preference="formal", description="Be formal"
     )
     return {"concise": concise, "bullets": bullets, "other": other}
@@ -245,7 +245,7 @@ def test_check_in_lists_decayed_preferences(world, owner_prefs):
 def test_context_is_bounded_and_ordered(world, settings):
     settings.CONTEXT_MAX_CHARS = 200
     for i in range(30):
-        services.preference_add_manual(
+        preferences.preference_add_manual(
             user=world.owner, category="output", preference=f"rule-{i}", description=f"Rule number {i} " + "x" * 20
         )
     Preference.objects.filter(user=world.owner, preference="rule_7").update(confidence=0.99)

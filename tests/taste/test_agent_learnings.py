@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 
 from config.exceptions import ApplicationError
 from feedback.models import FeedbackEvent
-from learning.services.agent import response_feedback_record
 from learning.models import AgentLearning, LearningUsage
+from learning.services.agent import response_feedback_record
 from promotions import services
 from promotions.destinations import writer_for
 from promotions.models import LearningPromotion

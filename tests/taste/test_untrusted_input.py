@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from feedback.models import FeedbackEvent
 from feedback.services import task_feedback_record
-from learning.services import taste
 from learning.corrections import corrections_derive
 from learning.models import TastePattern
+from learning.services import taste
 from promotions.models import LearningPromotion
 from promotions.scanners import agent_learning_scan, task_example_scan
 from tests.concurrency import at_once

@@ -19,7 +19,7 @@ from accounts.services import api_key_create, api_key_revoke, project_ensure, pr
 from feedback.models import EventFamily, Signal
 from feedback.selectors import event_list
 from feedback.services import EventInput, events_record_bulk, task_feedback_record
-from learning.services import message_observe, messages_analyze
+from learning.services.messages import message_observe, messages_analyze
 
 DEMO_KEY_NAME = "demo"
 DEMO_MESSAGES = (
