@@ -98,7 +98,7 @@ def main() -> None:
     from feedback.models import TaskFeedback
     from feedback.services import task_feedback_record
     from learning.analyzer.base import MemoryFinding
-    from learning.context import Scope, context_build
+    from learning.context.build import Scope, context_build
     from learning.models import AgentLearning, LearningUsage, Memory, Preference, TastePattern
     from learning.services import taste
     from learning.services.agent import response_feedback_record

@@ -21,7 +21,8 @@ from accounts.selectors import project_get_by_slug, project_get_for_member, user
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
 from learning import selectors
-from learning.context import Scope, context_build, notice
+from learning.context.build import Scope, context_build
+from learning.context.render import notice
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage
 from learning.services import agent, messages, preferences, taste, usages, workflows
 from promotions.services import memory_share_propose

@@ -18,7 +18,7 @@ from accounts.models import Project
 from config.exceptions import ApplicationError
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services import task_feedback_set_promoted
-from learning.context import context_invalidate_shared
+from learning.context.cache import context_invalidate_shared
 from learning.models import AgentLearning, Memory
 from learning.safety import steering_reasons
 from learning.services.agent import agent_learning_create, agent_learning_set_status

@@ -18,7 +18,7 @@ from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
 from feedback.models import EventFamily, FeedbackEvent, Signal
 from feedback.services import EventInput, event_record, snapshot_fields_check
-from learning.context import context_invalidate_shared
+from learning.context.cache import context_invalidate_shared
 from learning.models import AgentLearning, LearningUsage
 from learning.safety import steering_reasons
 

@@ -10,9 +10,7 @@ from accounts.actors import Actor
 from accounts.models import User
 from feedback.models import EventFamily, Signal
 from feedback.services import EventInput, event_record
-from learning.context import (
-    context_invalidate,
-)
+from learning.context.cache import context_invalidate
 from learning.models import ChatMessage
 from learning.safety import steering_reasons
 

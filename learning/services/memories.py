@@ -13,9 +13,7 @@ from config.exceptions import ApplicationError, Conflict
 from learning.analyzer.base import (
     MemoryFinding,
 )
-from learning.context import (
-    context_invalidate_shared,
-)
+from learning.context.cache import context_invalidate_shared
 from learning.models import ChatMessage, Memory, Preference
 from learning.safety import steering_reasons
 from learning.services.common import changed_after_commit, reinforced, steering_flag

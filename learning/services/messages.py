@@ -23,11 +23,7 @@ from learning.analyzer.base import (
     SimilarPrompt,
 )
 from learning.analyzer.local import LocalAnalyzer, prompt_hash, summarize
-from learning.context import (
-    Context,
-    Scope,
-    context_build,
-)
+from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
 from learning.selectors import pattern_window, recent_messages
 from learning.services.common import message_event_record

@@ -17,9 +17,7 @@ from learning.analyzer import catalog
 from learning.analyzer.base import (
     PreferenceFinding,
 )
-from learning.context import (
-    context_invalidate_all,
-)
+from learning.context.cache import context_invalidate_all
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, Preference
 from learning.safety import steering_reasons
 from learning.services.common import changed_after_commit, message_event_record, reinforced, steering_flag

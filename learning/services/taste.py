@@ -30,7 +30,7 @@ from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, FeedbackEvent, Signal
 from feedback.services import EventInput, event_record, snapshot_fields_check
-from learning.context import context_invalidate
+from learning.context.cache import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import TastePattern
 from learning.selectors import taste_patterns_applicable

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from core.ids import parse_uuid
-from learning.context import Context, Scope
+from learning.context.build import Context, Scope
 from learning.models import LearningUsage
 
 _ITEM_TYPES = (

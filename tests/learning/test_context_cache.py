@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from learning.context import context_build
+from learning.context.build import context_build
 from learning.models import Preference
 from learning.services import preferences
 from tests.factories import UserFactory

@@ -16,7 +16,7 @@ from accounts.models import Project
 from config.exceptions import ApplicationError, Conflict
 from feedback.models import FeedbackEvent
 from learning.analyzer.base import MemoryFinding
-from learning.context import Scope, context_build
+from learning.context.build import Scope, context_build
 from learning.models import LearnedWorkflow, LearningUsage, Memory, Preference, TastePattern
 from learning.services import memories, preferences
 from promotions.models import LearningPromotion
