@@ -1,0 +1,66 @@
+"""The context to inject into the user's next LLM call, on any surface."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import StrictCharField, StrictInputSerializer
+from learning.apis.common import SURFACES, project_of_user, subject_user
+from learning.context.build import Scope, context_build
+from learning.services import usages
+
+
+class ContextOutputSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    preferences = serializers.ListField(child=serializers.DictField())
+    workflow = serializers.DictField(allow_null=True)
+    taste_patterns = serializers.ListField(child=serializers.DictField())
+    agent_learnings = serializers.ListField(child=serializers.DictField())
+    memories = serializers.ListField(child=serializers.DictField())
+    task_examples = serializers.ListField(child=serializers.DictField())
+    text = serializers.CharField(help_text="The rendered block to put in the system prompt.")
+
+
+class ContextQuerySerializer(StrictInputSerializer):
+    message = StrictCharField(required=False, max_length=settings.MESSAGE_MAX_CHARS, trim_whitespace=False)
+    project = StrictCharField(required=False, allow_blank=True, max_length=100)
+    surface = serializers.ChoiceField(choices=SURFACES, required=False, default="chat")
+    plugin = StrictCharField(required=False, allow_blank=True, max_length=100)
+    command = StrictCharField(required=False, allow_blank=True, max_length=100)
+    tool = StrictCharField(required=False, allow_blank=True, max_length=100)
+    response_id = StrictCharField(required=False, allow_blank=True, max_length=255)
+
+
+class ContextApi(APIView):
+    @extend_schema(
+        parameters=[ContextQuerySerializer],
+        responses=ContextOutputSerializer,
+        summary="What to inject into the user's next LLM call, on any surface",
+        description=(
+            "Preferences, the workflow the message matches, the taste patterns of plugin/command (each with "
+            "its notice), agent learnings scoped to project and tool, the memories the user may see, and for "
+            "surface=task_generation up to three approved task examples. Each injection is recorded against "
+            "response_id, so feedback on that response can mark them helped or hurt."
+        ),
+    )
+    def get(self, request: Request) -> Response:
+        serializer = ContextQuerySerializer(data=request.query_params.dict())
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        user = subject_user(request)
+        project = project_of_user(user, data.get("project"))
+        scope = Scope(
+            project_id=project.pk if project else None,
+            surface=data["surface"],
+            plugin=data.get("plugin", ""),
+            command=data.get("command", ""),
+            tool_name=data.get("tool", ""),
+        )
+        context = context_build(user=user, message=data.get("message"), scope=scope)
+        usages.usages_record(user=user, context=context, scope=scope, response_id=data.get("response_id", ""))
+        return Response(ContextOutputSerializer(context.as_dict()).data)
