@@ -193,7 +193,12 @@ class MemoryWriter:
         )
 
     def apply(self, promotion: LearningPromotion) -> Destination:
-        memory = memory_share_apply(promotion_id=promotion.pk, learning=promotion.proposed_learning)
+        memory = memory_share_apply(
+            promotion_id=promotion.pk,
+            subject_type=promotion.subject_type,
+            subject_id=promotion.subject_id,
+            learning=promotion.proposed_learning,
+        )
         return Destination(table=Memory._meta.db_table, record_id=str(memory.pk))
 
     def pause(self, promotion: LearningPromotion) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 
 from django.conf import settings
@@ -10,6 +9,8 @@ from django.db import transaction
 
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
+from core.ids import parse_uuid
+from core.text import normalised_digest
 from learning.analyzer.base import (
     MemoryFinding,
 )
@@ -21,8 +22,7 @@ from learning.services.common import changed_after_commit, reinforced, steering_
 
 def memory_remember(*, owner: User, finding: MemoryFinding, source_message: ChatMessage | None) -> Memory:
     """Keep a durable personal statement as a private memory (a repeat raises its confidence)."""
-    normalised = " ".join(finding.content.lower().split())
-    digest = hashlib.sha256(normalised.encode()).hexdigest()
+    digest = normalised_digest(finding.content)
     kind = finding.kind if finding.kind in Memory.Kind.values else Memory.Kind.FACT
     with transaction.atomic():
         changed_after_commit(owner.pk)
@@ -60,7 +60,7 @@ def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, p
     if subject_type == "memory":
         memory = (
             Memory.objects.filter(pk=subject_id, visibility=Memory.Visibility.PRIVATE).first()
-            if _is_uuid(subject_id)
+            if parse_uuid(subject_id) is not None
             else None
         )
         if memory is None or memory.status != Memory.Status.ACTIVE:
@@ -107,16 +107,9 @@ def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, p
     }
 
 
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
-
-
-def memory_share_apply(*, promotion_id: uuid.UUID, learning: dict) -> Memory:
-    """Create the team or project memory an applied promotion describes (once per promotion)."""
+def memory_share_apply(*, promotion_id: uuid.UUID, subject_type: str, subject_id: str, learning: dict) -> Memory:
+    """Create the team or project memory an applied promotion describes (once per promotion); the
+    promotion's subject (the private memory or preference it came from) is checked again."""
     existing = Memory.objects.filter(promotion_id=promotion_id).first()
     if existing is not None:
         return existing  # an apply delivered twice
@@ -130,22 +123,17 @@ def memory_share_apply(*, promotion_id: uuid.UUID, learning: dict) -> Memory:
         raise Conflict(f"Project {learning.get('project')!r} no longer exists.", field="project")
     # The subject is checked again now: between proposal and review the owner may have withdrawn it
     # (switched off, deleted, archived) or it may have decayed below the sharing threshold.
-    from promotions.models import LearningPromotion  # the ledger's destinations import this module
-
-    subject = LearningPromotion.objects.filter(pk=promotion_id).values("subject_type", "subject_id").first()
-    if subject is None:
-        raise Conflict("No such promotion.", field="promotion_id")
     try:
         memory_share_check(
-            subject_type=subject["subject_type"],
-            subject_id=subject["subject_id"],
+            subject_type=subject_type,
+            subject_id=subject_id,
             visibility=str(learning.get("visibility", "")),
             project=project,
         )
     except ApplicationError as exc:
         raise Conflict(f"No longer shareable: {exc.message}", fields=exc.fields) from exc
     content = str(learning["content"])[:4000]
-    digest = hashlib.sha256(" ".join(content.lower().split()).encode()).hexdigest()
+    digest = normalised_digest(content)
     with transaction.atomic():
         memory = Memory.objects.create(
             owner=owner,
