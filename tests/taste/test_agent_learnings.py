@@ -75,7 +75,12 @@ def transition(world, promotion, *actions):
 
 
 def context(world, *, role="owner", **params):
-    response = world.client(role).get("/api/v1/context", params)
+    client = world.client(role)
+    # Recording the injections against a response is a POST; a GET only previews them.
+    if "response_id" in params:
+        response = client.post("/api/v1/context", params, format="json")
+    else:
+        response = client.get("/api/v1/context", params)
     assert response.status_code == 200, response.content
     return response.json()
 

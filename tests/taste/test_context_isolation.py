@@ -214,7 +214,7 @@ def test_context_holds_the_viewers_private_learning_and_nobody_elses(scene, view
     params = {"message": MESSAGE, "surface": surface, "response_id": "r-isolation", **SURFACES[surface]}
     if project:
         params["project"] = project
-    response = scene.client(viewer, via).get("/api/v1/context", params)
+    response = scene.client(viewer, via).post("/api/v1/context", params, format="json")
     assert response.status_code == 200, response.content
     body, text = response.content.decode(), response.json()["text"]
     assert_isolated(scene, viewer, project, surface, body, text)
