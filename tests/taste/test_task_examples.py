@@ -149,7 +149,12 @@ def test_an_admin_cannot_propose_a_task_that_cannot_be_an_example(world, kwargs,
 
 
 def context(world, **params):
-    response = world.client("owner").get("/api/v1/context", {"project": "apollo", **params})
+    client, params = world.client("owner"), {"project": "apollo", **params}
+    # Recording the injections against a response is a POST; a GET only previews them.
+    if "response_id" in params:
+        response = client.post("/api/v1/context", params, format="json")
+    else:
+        response = client.get("/api/v1/context", params)
     assert response.status_code == 200, response.content
     return response.json()
 
