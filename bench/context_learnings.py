@@ -89,7 +89,6 @@ def main() -> None:
     args = parser.parse_args()
 
     django_in_scratch(args.pg, args.database, cache=args.cache)
-    from django.conf import settings
     from django.db.models import Q
     from django.test import Client
 
@@ -99,6 +98,7 @@ def main() -> None:
     from feedback.models import TaskFeedback
     from feedback.services import task_feedback_record
     from learning.analyzer.base import MemoryFinding
+    from learning.conf import learning_settings
     from learning.context.build import Scope, context_build
     from learning.models import AgentLearning, LearningUsage, Memory, Preference, TastePattern
     from learning.services import taste
@@ -334,9 +334,10 @@ def main() -> None:
     usages = LearningUsage.objects.filter(response_id__startswith="resp-").count()
     print(
         f"{args.calls} calls each after {warm_up} warm-up; each injects {statistics.fmean(injected):.0f} learnings "
-        f"(caps: {settings.CONTEXT_MAX_PREFERENCES} preferences, {settings.CONTEXT_MAX_TASTE_PATTERNS} taste, "
-        f"{settings.CONTEXT_MAX_AGENT_LEARNINGS} agent, {settings.CONTEXT_MAX_MEMORIES} memories, "
-        f"{settings.CONTEXT_MAX_TASK_EXAMPLES} task examples; {settings.CONTEXT_MAX_CHARS} chars), "
+        f"(caps: {learning_settings.CONTEXT_MAX_PREFERENCES} preferences, "
+        f"{learning_settings.CONTEXT_MAX_TASTE_PATTERNS} taste, "
+        f"{learning_settings.CONTEXT_MAX_AGENT_LEARNINGS} agent, {learning_settings.CONTEXT_MAX_MEMORIES} memories, "
+        f"{learning_settings.CONTEXT_MAX_TASK_EXAMPLES} task examples; {learning_settings.CONTEXT_MAX_CHARS} chars), "
         f"{len(last['text'])} chars of text"
     )
     print(f"usage rows recorded by the API: {usages} ({usages / (args.calls + warm_up):.0f} per call)")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import Project, User
 from accounts.selectors import project_ids_for_user
+from learning.conf import learning_settings
 from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern, TastePattern
 
 
@@ -78,7 +78,7 @@ def taste_patterns_applicable(*, user: User, plugin: str, command: str | None) -
             user=user,
             plugin=plugin,
             status__in=[TastePattern.Status.CANDIDATE, TastePattern.Status.ACTIVE],
-        ).order_by("-confidence", "-observations")[: settings.CONTEXT_MAX_TASTE_PATTERNS]
+        ).order_by("-confidence", "-observations")[: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
     )
 
 

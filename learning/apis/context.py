@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -13,6 +12,7 @@ from accounts.models import User
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import ApplicationError
 from learning.apis.common import SURFACES, project_of_user, subject_user
+from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.services import usages
 
@@ -29,7 +29,7 @@ class ContextOutputSerializer(serializers.Serializer):
 
 
 class ContextQuerySerializer(StrictInputSerializer):
-    message = StrictCharField(required=False, max_length=settings.MESSAGE_MAX_CHARS, trim_whitespace=False)
+    message = StrictCharField(required=False, max_length=learning_settings.MESSAGE_MAX_CHARS, trim_whitespace=False)
     project = StrictCharField(required=False, allow_blank=True, max_length=100)
     surface = serializers.ChoiceField(choices=SURFACES, required=False, default="chat")
     plugin = StrictCharField(required=False, allow_blank=True, max_length=100)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -12,13 +11,14 @@ from rest_framework.views import APIView
 from config.api import StrictCharField, StrictInputSerializer
 from learning.apis.common import project_of_user, subject_user
 from learning.apis.context import ContextOutputSerializer
+from learning.conf import learning_settings
 from learning.models import ChatMessage
 from learning.services import messages
 
 
 class MessageInputSerializer(StrictInputSerializer):
     session_id = StrictCharField(max_length=255)
-    content = StrictCharField(max_length=settings.MESSAGE_MAX_CHARS, trim_whitespace=False)
+    content = StrictCharField(max_length=learning_settings.MESSAGE_MAX_CHARS, trim_whitespace=False)
     role = serializers.ChoiceField(choices=ChatMessage.Role.choices, default=ChatMessage.Role.USER)
     project = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=100)
 

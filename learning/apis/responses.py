@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from accounts.actors import Actor
 from config.api import StrictCharField, StrictInputSerializer
 from learning.apis.common import project_of_user, subject_user
+from learning.conf import learning_settings
 from learning.services import agent
 
 
@@ -20,7 +21,7 @@ class ResponseFeedbackInputSerializer(StrictInputSerializer):
     rating = serializers.ChoiceField(choices=sorted(agent.RATINGS))
     reason = StrictCharField(required=False, allow_blank=True, max_length=settings.FEEDBACK_MAX_TEXT_CHARS)
     response_text = StrictCharField(
-        required=False, allow_blank=True, max_length=settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
+        required=False, allow_blank=True, max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
     )
     tool_name = StrictCharField(required=False, allow_blank=True, max_length=100)
     tool_trace = serializers.JSONField(required=False)

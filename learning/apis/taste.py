@@ -13,6 +13,7 @@ from accounts.actors import Actor
 from config.api import StrictCharField, StrictInputSerializer
 from learning import selectors
 from learning.apis.common import project_of_user, subject_user
+from learning.conf import learning_settings
 from learning.context.render import notice
 from learning.services import taste
 
@@ -63,7 +64,9 @@ class CommandRunInputSerializer(StrictInputSerializer):
     plugin = StrictCharField(max_length=100)
     command = StrictCharField(max_length=100)
     parameters = serializers.DictField(required=False, default=dict)
-    output = StrictCharField(max_length=settings.COMMAND_OUTPUT_MAX_CHARS, allow_blank=True, trim_whitespace=False)
+    output = StrictCharField(
+        max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, allow_blank=True, trim_whitespace=False
+    )
     project = StrictCharField(required=False, allow_blank=True, max_length=100)
     session_id = StrictCharField(required=False, allow_blank=True, max_length=255)
 
@@ -107,7 +110,7 @@ class CommandDecisionInputSerializer(StrictInputSerializer):
     run_id = serializers.UUIDField()
     decision = serializers.ChoiceField(choices=taste.DECISIONS)
     edited_output = StrictCharField(
-        required=False, allow_blank=True, max_length=settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
+        required=False, allow_blank=True, max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
     )
     parameters = serializers.DictField(required=False)
     reason = StrictCharField(required=False, allow_blank=True, max_length=settings.FEEDBACK_MAX_TEXT_CHARS)

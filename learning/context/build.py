@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.conf import settings
-
 from accounts.models import User
 from accounts.selectors import project_ids_for_user
 from core.text import lexical_similarity, normalise
+from learning.conf import learning_settings
 from learning.context.cache import context_versions, shared_ingredients, user_ingredients
 from learning.context.render import context_render
 
@@ -67,7 +66,7 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
     and, for task generation, up to three approved task examples. ``scope.project_id`` counts only
     for the project's members (and staff); for anyone else it is ignored. Writes
     nothing: the caller records the injections (``learning.services.usages.usages_record``)."""
-    if not settings.REGGIE_PREFERENCE_LEARNING:
+    if not learning_settings.REGGIE_PREFERENCE_LEARNING:
         return Context(enabled=False)
     scope = scope or Scope()
     versions = context_versions(user_id=user.pk)
@@ -84,7 +83,7 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
         scope = replace(scope, project_id=None)
     shared = shared_ingredients(versions=versions)
     context = Context(preferences=list(ingredients["preferences"]))
-    best = settings.WORKFLOW_CONTEXT_MIN_SIMILARITY
+    best = learning_settings.WORKFLOW_CONTEXT_MIN_SIMILARITY
     workflow = None
     if message:
         for candidate in ingredients["workflows"]:
@@ -108,10 +107,10 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
             p
             for p in ingredients["taste_patterns"]
             if p["plugin"] == scope.plugin and p["command"] in (None, scope.command)
-        ][: settings.CONTEXT_MAX_TASTE_PATTERNS]
+        ][: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
     context.agent_learnings = [
         a for a in shared["agent_learnings"] if _in_scope(a, scope) and a["tool_name"] in ("", scope.tool_name)
-    ][: settings.CONTEXT_MAX_AGENT_LEARNINGS]
+    ][: learning_settings.CONTEXT_MAX_AGENT_LEARNINGS]
     own = ingredients["memories"]
     seen = {normalise(m["content"]) for m in own}
     visible_shared = []
@@ -123,17 +122,17 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
         if normalised not in seen:
             seen.add(normalised)
             visible_shared.append(memory)
-    context.memories = own + visible_shared[: settings.CONTEXT_MAX_MEMORIES]
+    context.memories = own + visible_shared[: learning_settings.CONTEXT_MAX_MEMORIES]
     if scope.surface == "task_generation":
         context.task_examples = [t for t in shared["task_examples"] if _in_scope(t, scope)][
-            : settings.CONTEXT_MAX_TASK_EXAMPLES
+            : learning_settings.CONTEXT_MAX_TASK_EXAMPLES
         ]
 
     # Trim to the budget, least essential first; the taste notices go last (they say what is applied).
     trim_order = ("memories", "task_examples", "agent_learnings", "preferences", "workflow", "taste_patterns")
     while True:
         context.text = "\n\n".join(context_render(context))
-        if len(context.text) <= settings.CONTEXT_MAX_CHARS:
+        if len(context.text) <= learning_settings.CONTEXT_MAX_CHARS:
             break
         for name in trim_order:
             value = getattr(context, name)

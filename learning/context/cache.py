@@ -9,12 +9,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 
 from accounts.models import User
 from accounts.selectors import project_ids_for_user
 from feedback.models import TaskFeedback
+from learning.conf import learning_settings
 from learning.models import AgentLearning, LearnedWorkflow, Memory, Preference, TastePattern
 
 
@@ -87,7 +87,9 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
                 "confidence": round(confidence, 3),
                 "needs_review": flagged,
             }
-            for pk, category, slug, description, confidence, flagged in preferences[: settings.CONTEXT_MAX_PREFERENCES]
+            for pk, category, slug, description, confidence, flagged in preferences[
+                : learning_settings.CONTEXT_MAX_PREFERENCES
+            ]
         ],
         "workflows": list(
             LearnedWorkflow.objects.filter(user=user, active=True).values(
@@ -105,11 +107,11 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
                 owner=user, visibility=Memory.Visibility.PRIVATE, status=Memory.Status.ACTIVE
             )
             .order_by("-confidence", "-created_at")
-            .values_list("id", "kind", "content")[: settings.CONTEXT_MAX_MEMORIES]
+            .values_list("id", "kind", "content")[: learning_settings.CONTEXT_MAX_MEMORIES]
         ],
         "project_ids": set(project_ids_for_user(user=user).values_list("project_id", flat=True)),
     }
-    cache.set(key, ingredients, timeout=settings.CONTEXT_CACHE_SECONDS)
+    cache.set(key, ingredients, timeout=learning_settings.CONTEXT_CACHE_SECONDS)
     return ingredients
 
 
@@ -164,6 +166,6 @@ def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
             .values_list("id", "project_id", "task_snapshot")
         ],
     }
-    cache.set(key, shared, timeout=settings.CONTEXT_CACHE_SECONDS)
+    cache.set(key, shared, timeout=learning_settings.CONTEXT_CACHE_SECONDS)
     _shared_memo = (version, shared)
     return shared

@@ -10,13 +10,12 @@ from accounts.actors import Actor
 from accounts.models import User
 from feedback.models import EventFamily, Signal
 from feedback.services import EventInput, event_record
+from learning.conf import learning_settings
 from learning.context.cache import context_invalidate
 from learning.models import ChatMessage
 from learning.safety import steering_reasons
 
 logger = logging.getLogger(__name__)
-
-REINFORCEMENT_RATE = 0.3  # each re-detection closes this share of the gap to 1.0
 
 
 def changed_after_commit(user_id: int) -> None:
@@ -68,4 +67,4 @@ def steering_flag(*, user: User, text: str, subject_type: str, subject_id: str) 
 
 def reinforced(confidence: float, strength: float) -> float:
     """Confidence after one more sighting: rises with diminishing returns, never past 0.99."""
-    return min(0.99, confidence + (1.0 - confidence) * REINFORCEMENT_RATE * max(0.2, strength))
+    return min(0.99, confidence + (1.0 - confidence) * learning_settings.REINFORCEMENT_RATE * max(0.2, strength))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.db import transaction
 
 from accounts.models import Project, User
@@ -14,6 +13,7 @@ from core.text import normalised_digest
 from learning.analyzer.base import (
     MemoryFinding,
 )
+from learning.conf import learning_settings
 from learning.context.cache import context_invalidate_shared
 from learning.models import ChatMessage, Memory, Preference
 from learning.safety import steering_reasons
@@ -85,10 +85,10 @@ def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, p
         )
     else:
         raise ApplicationError("subject_type must be 'memory' or 'preference'.", field="subject_type")
-    if confidence < settings.MEMORY_SHARE_MIN_CONFIDENCE:
+    minimum = learning_settings.MEMORY_SHARE_MIN_CONFIDENCE
+    if confidence < minimum:
         raise ApplicationError(
-            f"Confidence {confidence:.2f} is below {settings.MEMORY_SHARE_MIN_CONFIDENCE}: a tentative private "
-            "item is never shared.",
+            f"Confidence {confidence:.2f} is below {minimum}: a tentative private item is never shared.",
             field="subject_id",
         )
     if flagged or steering_reasons(content):

@@ -6,7 +6,6 @@ import logging
 from datetime import timedelta
 
 import numpy as np
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -23,6 +22,7 @@ from learning.analyzer.base import (
     SimilarPrompt,
 )
 from learning.analyzer.local import LocalAnalyzer, prompt_hash, summarize
+from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
 from learning.selectors import pattern_window, recent_messages
@@ -44,8 +44,8 @@ def message_observe(
     content = content or ""
     if not content.strip():
         raise ApplicationError("content must not be empty.", field="content")
-    if len(content) > settings.MESSAGE_MAX_CHARS:
-        raise ApplicationError(f"content is at most {settings.MESSAGE_MAX_CHARS} characters.", field="content")
+    if len(content) > learning_settings.MESSAGE_MAX_CHARS:
+        raise ApplicationError(f"content is at most {learning_settings.MESSAGE_MAX_CHARS} characters.", field="content")
     if role not in ChatMessage.Role.values:
         raise ApplicationError(f"Unknown role {role!r}.", field="role")
     with transaction.atomic():
@@ -60,7 +60,7 @@ def message_observe(
                 prompt_hash=prompt_hash(content),
                 prompt_summary=summarize(content, words=16),
             )
-            if settings.REGGIE_PREFERENCE_LEARNING:
+            if learning_settings.REGGIE_PREFERENCE_LEARNING:
                 transaction.on_commit(lambda: _enqueue_analysis(str(message.pk)))
             else:
                 ChatMessage.objects.filter(pk=message.pk).update(
@@ -87,7 +87,7 @@ def _pattern_prune(user_id: int) -> int:
     keep = (
         PromptPattern.objects.filter(user_id=user_id)
         .order_by("-created_at", "-id")
-        .values_list("id", flat=True)[: settings.PROMPT_WINDOW]
+        .values_list("id", flat=True)[: learning_settings.PROMPT_WINDOW]
     )
     deleted, _ = PromptPattern.objects.filter(user_id=user_id).exclude(id__in=keep).delete()
     return deleted
@@ -117,7 +117,7 @@ def messages_claim(*, first_id: str, limit: int) -> list[str]:
             .values_list("pk", flat=True)[: limit - len(ids)]
         ]
         ChatMessage.objects.filter(pk__in=ids).update(
-            analysis_claimed_until=now + timedelta(seconds=settings.ANALYSIS_CLAIM_SECONDS)
+            analysis_claimed_until=now + timedelta(seconds=learning_settings.ANALYSIS_CLAIM_SECONDS)
         )
     return ids
 
@@ -132,7 +132,7 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     )
     if not messages:
         return {}
-    if not settings.REGGIE_PREFERENCE_LEARNING:
+    if not learning_settings.REGGIE_PREFERENCE_LEARNING:
         ChatMessage.objects.filter(pk__in=[m.pk for m in messages], analyzed_at__isnull=True).update(
             analyzed_at=timezone.now(), analysis={"skipped": "preference learning is off"}
         )
@@ -151,7 +151,7 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
             if pattern.embedding is None:
                 continue
             similarity = float(np.dot(vector, pattern.embedding))
-            if similarity >= settings.WORKFLOW_SIMILARITY:
+            if similarity >= learning_settings.WORKFLOW_SIMILARITY:
                 days = (now - pattern.created_at).days
                 similar.append(SimilarPrompt(pattern.prompt_summary, days, round(similarity, 3)))
                 similar_vectors.append(pattern.embedding)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -17,6 +16,7 @@ from learning.analyzer import catalog
 from learning.analyzer.base import (
     PreferenceFinding,
 )
+from learning.conf import learning_settings
 from learning.context.cache import context_invalidate_all
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, Preference
 from learning.safety import steering_reasons
@@ -170,11 +170,11 @@ def preferences_decay(*, now: object = None) -> tuple[int, int]:
     stale = Preference.objects.filter(
         active=True,
         source=Preference.Source.LEARNED,
-        last_reinforced_at__lt=now - timedelta(days=settings.PREFERENCE_DECAY_AFTER_DAYS),  # type: ignore[operator]
+        last_reinforced_at__lt=now - timedelta(days=learning_settings.PREFERENCE_DECAY_AFTER_DAYS),  # type: ignore[operator]
     )
-    decayed = stale.update(confidence=F("confidence") * settings.PREFERENCE_DECAY_FACTOR, updated_at=now)
+    decayed = stale.update(confidence=F("confidence") * learning_settings.PREFERENCE_DECAY_FACTOR, updated_at=now)
     deactivated = Preference.objects.filter(
-        Q(active=True, source=Preference.Source.LEARNED, confidence__lt=settings.PREFERENCE_DECAY_FLOOR)
+        Q(active=True, source=Preference.Source.LEARNED, confidence__lt=learning_settings.PREFERENCE_DECAY_FLOOR)
     ).update(active=False, inactive_reason="decayed", updated_at=now)
     if decayed or deactivated:
         context_invalidate_all()

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -30,6 +29,7 @@ from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, FeedbackEvent, Signal
 from feedback.services import EventInput, event_record, snapshot_fields_check
+from learning.conf import learning_settings
 from learning.context.cache import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import TastePattern
@@ -263,13 +263,13 @@ def _judge_applied(result: DecisionResult, *, user: User, applied: list[int]) ->
             pattern.confirmations += 1
             pattern.consecutive_rejections = 0
             result.confirmed.append(pattern.pk)
-            if pattern.confirmations >= settings.TASTE_CONFIRMATIONS_TO_ACTIVATE:
+            if pattern.confirmations >= learning_settings.TASTE_CONFIRMATIONS_TO_ACTIVATE:
                 pattern.status = TastePattern.Status.ACTIVE
         elif _overrides(pattern, result.decision, result.corrections):
             pattern.rejections += 1
             pattern.consecutive_rejections += 1
             result.overridden.append(pattern.pk)
-            if pattern.consecutive_rejections >= settings.TASTE_REJECTIONS_TO_STOP:
+            if pattern.consecutive_rejections >= learning_settings.TASTE_REJECTIONS_TO_STOP:
                 pattern.status, pattern.rejected_reason = TastePattern.Status.REJECTED, "overridden"
                 result.rejected.append(pattern.pk)
         else:
@@ -304,7 +304,7 @@ def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TasteP
             user=user, target_id=target, event_family=EventFamily.TOOL_ACTION, event_type="decision_point"
         )
         .order_by("-created_at")
-        .values_list("metadata", flat=True)[: settings.TASTE_WINDOW]
+        .values_list("metadata", flat=True)[: learning_settings.TASTE_WINDOW]
     )
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for metadata in recent:
@@ -321,7 +321,7 @@ def _learn(*, user: User, plugin: str, command: str, target: str) -> list[TasteP
             seen.setdefault((correction["type"], correction["direction"]), []).append(correction["detail"])
     changed = []
     for (kind, direction), details in seen.items():
-        if len(details) < settings.TASTE_MIN_OBSERVATIONS:
+        if len(details) < learning_settings.TASTE_MIN_OBSERVATIONS:
             continue
         instruction, description = distill(plugin, command, kind, direction, details, len(recent))
         evidence = {"decisions": len(recent), "observations": len(details), "details": details[:10]}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -12,6 +11,7 @@ from accounts.models import User
 from learning.analyzer.base import (
     WorkflowFinding,
 )
+from learning.conf import learning_settings
 from learning.models import ChatMessage, LearnedWorkflow
 from learning.services.common import changed_after_commit, reinforced
 
@@ -25,7 +25,7 @@ def workflow_learn(
     centroid /= np.linalg.norm(centroid) or 1.0
     with transaction.atomic():
         changed_after_commit(user.pk)
-        best, best_similarity = None, settings.WORKFLOW_SIMILARITY
+        best, best_similarity = None, learning_settings.WORKFLOW_SIMILARITY
         for workflow in LearnedWorkflow.objects.select_for_update().filter(user=user, embedding__isnull=False):
             if workflow.embedding is None:
                 continue

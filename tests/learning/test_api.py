@@ -288,7 +288,8 @@ def test_context_post_holds_only_the_callers_learning(world, owner_prefs, mount)
     assert response.status_code == 200, response.content
     text = response.json()["text"]
     assert "Be formal" in text
-    assert "Keep responses short" not in text and "Use bullet points" not in text
+    assert "Keep responses short" not in text
+    assert "Use bullet points" not in text
     recorded = LearningUsage.objects.filter(response_id="resp-other")
     assert set(recorded.values_list("user_id", "item_id")) == {(world.other.pk, str(owner_prefs["other"].pk))}
     via_service = world.client("service", on_behalf_of="ext-owner").post(

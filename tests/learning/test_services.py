@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent
+from learning.conf import learning_settings
 from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
 from learning.services import messages, preferences
 from learning.tasks import analyze_message, analyze_pending_messages
@@ -132,7 +133,7 @@ def test_learning_switched_off_stores_but_does_not_learn(user, analyzer, setting
 
 def test_decay_lowers_and_then_deactivates_stale_preferences(user, observe, settings):
     observe(user, "Be concise.")
-    old = timezone.now() - timedelta(days=settings.PREFERENCE_DECAY_AFTER_DAYS + 1)
+    old = timezone.now() - timedelta(days=learning_settings.PREFERENCE_DECAY_AFTER_DAYS + 1)
     Preference.objects.filter(user=user).update(last_reinforced_at=old, confidence=0.32)
     manual, _ = preferences.preference_add_manual(user=user, category="tone", preference="formal", description="Formal")
     Preference.objects.filter(pk=manual.pk).update(last_reinforced_at=old)
