@@ -13,6 +13,7 @@ from django.utils import timezone
 from accounts.models import Project, User
 from config.exceptions import ApplicationError
 from core.embeddings import get_embedder
+from core.text import digest, summarize, words
 from feedback.models import EventFamily, Signal
 from learning import tasks
 from learning.analyzer import get_analyzer
@@ -21,7 +22,6 @@ from learning.analyzer.base import (
     AnalyzerInput,
     SimilarPrompt,
 )
-from learning.analyzer.local import LocalAnalyzer, prompt_hash, summarize
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
@@ -57,7 +57,7 @@ def message_observe(
                 user=user,
                 session_id=session_id,
                 message=message,
-                prompt_hash=prompt_hash(content),
+                prompt_hash=digest(" ".join(words(content))),  # equal for equal words, whatever the spacing
                 prompt_summary=summarize(content, words=16),
             )
             if learning_settings.REGGIE_PREFERENCE_LEARNING:
@@ -162,8 +162,10 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
             match_count=len(similar),
             recent_context=[{"role": m.role, "content": m.content[:2000]} for m in recent_messages(message=message)],
         )
-        if isinstance(analyzer, LocalAnalyzer):
-            analysis = analyzer.analyze_embedded([data], vector.reshape(1, -1))[0]
+        # The local analyzer takes the vector just computed instead of embedding the message again.
+        analyze_embedded = getattr(analyzer, "analyze_embedded", None)
+        if analyze_embedded is not None:
+            analysis = analyze_embedded([data], vector.reshape(1, -1))[0]
         else:
             analysis = analyzer.analyze(data)
 

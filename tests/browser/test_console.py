@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.actors import Actor
 from promotions.models import LearningPromotion
 from retrieval.models import RetrievalWeight
 from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
@@ -13,8 +14,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_generate_approve_preview_apply_pause_resume(logged_in_page):
-    from accounts.actors import Actor
-
     admin = UserFactory(username="reviewer", is_staff=True, is_superuser=True)
     reader = Actor(user=UserFactory(username="reader"))
     documents_import(

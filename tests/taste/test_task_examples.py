@@ -8,10 +8,12 @@ import pytest
 
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services import task_feedback_record
+from learning.models import LearningUsage
 from learning.services.agent import response_feedback_record
 from promotions import services
 from promotions.models import LearningPromotion
 from promotions.scanners import task_example_scan
+from tests.factories import MembershipFactory, ProjectFactory
 
 
 def rated(
@@ -96,8 +98,6 @@ def test_duplicate_titles_are_proposed_once(world):
 
 
 def test_the_same_title_in_another_project_is_not_a_duplicate(world):
-    from tests.factories import MembershipFactory, ProjectFactory
-
     MembershipFactory(project=ProjectFactory(slug="zeus"), user=world.owner)
     rated(world)
     rated(world, project="zeus")
@@ -191,8 +191,6 @@ def test_task_generation_is_shown_three_examples_and_the_prevention_prompts(worl
     assert "[Approved Task Examples]" in block["text"]
     assert [a["prevention_prompt"] for a in block["agent_learnings"]] == [prompt]
     assert prompt in block["text"]
-    from learning.models import LearningUsage
-
     assert LearningUsage.objects.filter(response_id="gen-1", item_type="task_example").count() == 3
 
     chat = context(world, surface="chat")
