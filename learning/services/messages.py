@@ -29,7 +29,8 @@ from learning.selectors import pattern_window, recent_messages
 from learning.services.common import message_event_record
 from learning.services.memories import memory_remember
 from learning.services.preferences import preference_learn
-from learning.services.taste import asks_to_stop, taste_pattern_stop
+from learning.services.taste import taste_pattern_stop
+from learning.services.taste_rules import asks_to_stop
 from learning.services.usages import usages_record
 from learning.services.workflows import workflow_learn
 
