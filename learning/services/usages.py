@@ -81,3 +81,10 @@ def usages_record(*, user: User, context: Context, scope: Scope, response_id: st
             # recording them; a crash can lose the last few milliseconds of them, nothing else.
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
         cursor.execute(sql, params)
+
+
+def usages_judge(*, user: User, response_id: str, helped: bool) -> int:
+    """Mark the pending usages of one response helped or hurt (feedback on it); returns how many."""
+    return LearningUsage.objects.filter(
+        user=user, response_id=response_id[:255], outcome=LearningUsage.Outcome.PENDING
+    ).update(outcome=LearningUsage.Outcome.HELPED if helped else LearningUsage.Outcome.HURT)
