@@ -56,9 +56,9 @@ def main() -> None:
 
     from accounts.models import User
     from accounts.services import api_key_create
-    from learning.context import context_build
+    from learning.context.build import context_build
     from learning.models import LearnedWorkflow
-    from learning.services import preference_add_manual
+    from learning.services.preferences import preference_add_manual
 
     user = User.objects.get(username="bench")
     for i in range(50):

@@ -15,8 +15,9 @@ project "apollo" has 100 active learnings in the scope of the calls (project apo
   25 preferences (added by hand)
 
 and, out of scope, 35 more (another project's, another tool's, another plugin's). Then ``--calls`` calls of
-GET /api/v1/context through Django's full request path (in-process, no network), each with
-a response_id, so the API records one usage row per injected learning; and context_build alone,
+POST /api/v1/context through Django's full request path (in-process, no network), each with
+a response_id, so the API records one usage row per injected learning (a GET previews and records
+nothing); and context_build alone,
 with and without recording, for comparison. Goal: p95 <= 10 ms for the API.
 """
 
@@ -88,7 +89,6 @@ def main() -> None:
     args = parser.parse_args()
 
     django_in_scratch(args.pg, args.database, cache=args.cache)
-    from django.conf import settings
     from django.db.models import Q
     from django.test import Client
 
@@ -97,12 +97,15 @@ def main() -> None:
     from accounts.services import api_key_create, project_ensure, project_member_add, user_ensure
     from feedback.models import TaskFeedback
     from feedback.services.task_feedback import task_feedback_record
-    from learning import taste
-    from learning.agent import response_feedback_record
     from learning.analyzer.base import MemoryFinding
-    from learning.context import Scope, context_build
+    from learning.conf import learning_settings
+    from learning.context.build import Scope, context_build
     from learning.models import AgentLearning, LearningUsage, Memory, Preference, TastePattern
-    from learning.services import memory_remember, preference_add_manual
+    from learning.services import taste
+    from learning.services.agent import response_feedback_record
+    from learning.services.memories import memory_remember
+    from learning.services.preferences import preference_add_manual
+    from learning.services.usages import usages_record
     from promotions.models import LearningPromotion
     from promotions.scanners.agent_learning import agent_learning_scan
     from promotions.scanners.task_example import task_example_scan
@@ -302,11 +305,16 @@ def main() -> None:
             "response_id": f"resp-{i}",
         }
         started = time.perf_counter()
-        response = client.get("/api/v1/context", params)
+        response = client.post("/api/v1/context", params, content_type="application/json")
         elapsed = (time.perf_counter() - started) * 1000
         assert response.status_code == 200, response.content
         started = time.perf_counter()
-        context_build(user=carol, message=message, scope=scope, response_id=f"direct-{i}", record=True)
+        usages_record(
+            user=carol,
+            context=context_build(user=carol, message=message, scope=scope),
+            scope=scope,
+            response_id=f"direct-{i}",
+        )
         direct_elapsed = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
         context_build(user=carol, message=message, scope=scope)
@@ -327,15 +335,16 @@ def main() -> None:
     usages = LearningUsage.objects.filter(response_id__startswith="resp-").count()
     print(
         f"{args.calls} calls each after {warm_up} warm-up; each injects {statistics.fmean(injected):.0f} learnings "
-        f"(caps: {settings.CONTEXT_MAX_PREFERENCES} preferences, {settings.CONTEXT_MAX_TASTE_PATTERNS} taste, "
-        f"{settings.CONTEXT_MAX_AGENT_LEARNINGS} agent, {settings.CONTEXT_MAX_MEMORIES} memories, "
-        f"{settings.CONTEXT_MAX_TASK_EXAMPLES} task examples; {settings.CONTEXT_MAX_CHARS} chars), "
+        f"(caps: {learning_settings.CONTEXT_MAX_PREFERENCES} preferences, "
+        f"{learning_settings.CONTEXT_MAX_TASTE_PATTERNS} taste, "
+        f"{learning_settings.CONTEXT_MAX_AGENT_LEARNINGS} agent, {learning_settings.CONTEXT_MAX_MEMORIES} memories, "
+        f"{learning_settings.CONTEXT_MAX_TASK_EXAMPLES} task examples; {learning_settings.CONTEXT_MAX_CHARS} chars), "
         f"{len(last['text'])} chars of text"
     )
     print(f"usage rows recorded by the API: {usages} ({usages / (args.calls + warm_up):.0f} per call)")
-    print(f"GET /api/v1/context (full request path, record): {percentiles(http)}")
-    print(f"context_build (record=True, no HTTP):           {percentiles(direct)}")
-    print(f"context_build (record=False, no HTTP):          {percentiles(unrecorded)}")
+    print(f"POST /api/v1/context (full request path, record): {percentiles(http)}")
+    print(f"context_build + usages_record (no HTTP):          {percentiles(direct)}")
+    print(f"context_build (no HTTP):                         {percentiles(unrecorded)}")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     print(f"goal p95 <= 10 ms: {'met' if p95(http) <= 10 else 'NOT met'} (p95 {p95(http):.2f} ms)")
 

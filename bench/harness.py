@@ -61,7 +61,7 @@ def django_in_scratch(pg: str, database: str, *, cache: str | None = None) -> No
     import django
 
     django.setup()
-    from learning.context import context_invalidate_all, context_invalidate_shared
+    from learning.context.cache import context_invalidate_all, context_invalidate_shared
 
     context_invalidate_all()
     context_invalidate_shared()

@@ -118,7 +118,7 @@ def leaks(admin: Api, users: dict[str, Api], projects: list[str], outsider_proje
     print("2. Private preferences and memories across two users and two projects")
     from accounts.models import User
     from learning.analyzer.base import MemoryFinding
-    from learning.services import memory_remember
+    from learning.services.memories import memory_remember
 
     secret: dict[str, dict[str, set[str]]] = {}  # owner -> the ids and texts only they may see
     own_texts: dict[str, set[str]] = {}  # everything an owner may see of their own, anywhere

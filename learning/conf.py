@@ -1,12 +1,129 @@
-"""The learning app's tunables, typed and range-checked (see ``core.conf``)."""
+"""The learning app's tunables, typed and range-checked (see ``core.conf``).
+
+Each is read as ``learning_settings.NAME``; a value comes from Django settings, else the
+environment variable of the same name, else the default written here. The analyzer's model and
+the OpenAI client's timeout and retries stay in ``config.settings``: the embedding client in
+``core`` reads them too.
+"""
 
 from __future__ import annotations
 
-from core.conf import AppSettings
+from core.conf import AppSettings, Tunable
 
 
 class LearningSettings(AppSettings):
     """Declared here once; values come from Django settings or the environment."""
+
+    REGGIE_PREFERENCE_LEARNING = Tunable(
+        True, doc="Preference learning on: off, messages are stored unanalysed and contexts are empty."
+    )
+    MESSAGE_MAX_CHARS = Tunable(
+        32_000, minimum=1, maximum=1_000_000, doc="Longest chat message accepted, in characters."
+    )
+    PROMPT_WINDOW = Tunable(
+        100, minimum=1, maximum=10_000, doc="Newest prompt patterns kept per user for workflow detection."
+    )
+
+    # Context assembly.
+    CONTEXT_MAX_CHARS = Tunable(2000, minimum=100, maximum=100_000, doc="The context budget: longest rendered block.")
+    CONTEXT_CACHE_SECONDS = Tunable(
+        300,
+        minimum=1,
+        maximum=86_400,
+        doc="Cached context ingredients live at most this long (writes invalidate them at once).",
+    )
+    CONTEXT_MAX_PREFERENCES = Tunable(12, minimum=0, maximum=100, doc="Preferences injected into a context at most.")
+    CONTEXT_MAX_MEMORIES = Tunable(
+        5, minimum=0, maximum=100, doc="Memories injected into a context at most (private, then shared)."
+    )
+    CONTEXT_MAX_TASTE_PATTERNS = Tunable(
+        5, minimum=0, maximum=100, doc="Taste patterns injected into a context at most."
+    )
+    CONTEXT_MAX_AGENT_LEARNINGS = Tunable(
+        5, minimum=0, maximum=100, doc="Agent learnings injected into a context at most."
+    )
+    CONTEXT_MAX_TASK_EXAMPLES = Tunable(
+        3, minimum=0, maximum=20, doc="Approved task examples injected for task generation at most."
+    )
+
+    # Workflows.
+    WORKFLOW_SIMILARITY = Tunable(
+        0.6,
+        minimum=0.0,
+        maximum=1.0,
+        doc='Two prompts are "the same kind of request" at this embedding similarity or above.',
+    )
+    WORKFLOW_CONTEXT_MIN_SIMILARITY = Tunable(
+        0.3,
+        minimum=0.0,
+        maximum=1.0,
+        doc="Word overlap a message needs with a workflow's trigger or example to inject it.",
+    )
+
+    # Reinforcement and decay of learned preferences.
+    REINFORCEMENT_RATE = Tunable(
+        0.3, minimum=0.0, maximum=1.0, doc="Each re-detection closes this share of the gap between confidence and 1.0."
+    )
+    PREFERENCE_DECAY_AFTER_DAYS = Tunable(
+        30,
+        minimum=1,
+        maximum=3650,
+        doc="Preferences not reinforced for this long lose confidence at each run of the decay task.",
+    )
+    PREFERENCE_DECAY_FACTOR = Tunable(
+        0.9, minimum=0.0, maximum=1.0, doc="Confidence is multiplied by this at each decay."
+    )
+    PREFERENCE_DECAY_FLOOR = Tunable(
+        0.3,
+        minimum=0.0,
+        maximum=1.0,
+        doc="Below this confidence a decayed preference goes inactive and is offered for a check-in.",
+    )
+
+    # Analysis in the worker.
+    ANALYSIS_SWEEP_AFTER_SECONDS = Tunable(
+        60,
+        minimum=1,
+        maximum=86_400,
+        doc="Messages whose analysis was never enqueued (broker down) are swept up after this long.",
+    )
+    ANALYSIS_BATCH_SIZE = Tunable(
+        32,
+        minimum=1,
+        maximum=1000,
+        doc="A worker analyses up to this many waiting messages per task (one embedding pass).",
+    )
+    ANALYSIS_CLAIM_SECONDS = Tunable(
+        120, minimum=1, maximum=86_400, doc="How long a worker holds its claim on the messages of its batch."
+    )
+
+    # Taste learning.
+    TASTE_MIN_OBSERVATIONS = Tunable(
+        3,
+        minimum=1,
+        maximum=100,
+        doc="A direction seen this often in the last TASTE_WINDOW decisions becomes a candidate pattern.",
+    )
+    TASTE_WINDOW = Tunable(
+        20, minimum=1, maximum=1000, doc="Recent decisions on one plugin/command read for a pattern."
+    )
+    TASTE_CONFIRMATIONS_TO_ACTIVATE = Tunable(
+        2, minimum=1, maximum=100, doc="Confirmations that make a candidate pattern active."
+    )
+    TASTE_REJECTIONS_TO_STOP = Tunable(
+        3, minimum=1, maximum=100, doc="Overrides in a row that stop (reject) a pattern."
+    )
+    COMMAND_OUTPUT_MAX_CHARS = Tunable(
+        20_000,
+        minimum=1,
+        maximum=1_000_000,
+        doc="A tool's output as reported (a run's output, an edited output), in characters.",
+    )
+
+    # Sharing.
+    MEMORY_SHARE_MIN_CONFIDENCE = Tunable(
+        0.7, minimum=0.0, maximum=1.0, doc="A private memory or preference below this confidence is never shared."
+    )
 
 
 learning_settings = LearningSettings()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from uuid import UUID
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from accounts.models import Project, User
 from accounts.selectors import project_ids_for_user
+from core.ids import parse_uuid
+from learning.conf import learning_settings
 from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern, TastePattern
 
 
@@ -58,9 +61,7 @@ def memory_list(*, user: User, project: Project | None = None) -> QuerySet[Memor
 
 def memory_get_own(*, user: User, memory_id: str) -> Memory | None:
     """One of the user's own private memories (None for anybody else's: ids do not leak)."""
-    try:
-        UUID(str(memory_id))
-    except ValueError:
+    if parse_uuid(memory_id) is None:
         return None
     return Memory.objects.filter(owner=user, pk=memory_id, visibility=Memory.Visibility.PRIVATE).first()
 
@@ -78,7 +79,7 @@ def taste_patterns_applicable(*, user: User, plugin: str, command: str | None) -
             user=user,
             plugin=plugin,
             status__in=[TastePattern.Status.CANDIDATE, TastePattern.Status.ACTIVE],
-        ).order_by("-confidence", "-observations")[: settings.CONTEXT_MAX_TASTE_PATTERNS]
+        ).order_by("-confidence", "-observations")[: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
     )
 
 
@@ -104,10 +105,6 @@ def pattern_window(*, user_id: int, exclude_message_id: UUID | None = None) -> l
 
 def unanalyzed_message_ids(*, older_than_seconds: int, limit: int = 500) -> list[str]:
     """User messages still waiting for analysis (their enqueue failed or their task was lost)."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     return [
         str(pk)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from celery import shared_task
-from django.conf import settings
 from django.db import OperationalError
 
-from learning import services
+from learning.conf import learning_settings
 from learning.selectors import unanalyzed_message_ids
+from learning.services import messages, preferences
 
 
 @shared_task(
@@ -20,14 +20,14 @@ from learning.selectors import unanalyzed_message_ids
 def analyze_message(message_id: str) -> int:
     """Analyse this message, with other waiting ones in the same batch (one embedding pass
     for all of them); a missing or already analysed message is a no-op. Returns how many ran."""
-    ids = services.messages_claim(first_id=message_id, limit=settings.ANALYSIS_BATCH_SIZE)
-    return len(services.messages_analyze(message_ids=ids)) if ids else 0
+    ids = messages.messages_claim(first_id=message_id, limit=learning_settings.ANALYSIS_BATCH_SIZE)
+    return len(messages.messages_analyze(message_ids=ids)) if ids else 0
 
 
 @shared_task(name="learning.analyze_pending_messages", ignore_result=True)
 def analyze_pending_messages() -> int:
     """Re-enqueue messages whose analysis never ran (e.g. the broker was down when they arrived)."""
-    ids = unanalyzed_message_ids(older_than_seconds=settings.ANALYSIS_SWEEP_AFTER_SECONDS)
+    ids = unanalyzed_message_ids(older_than_seconds=learning_settings.ANALYSIS_SWEEP_AFTER_SECONDS)
     for message_id in ids:
         analyze_message.delay(message_id)
     return len(ids)
@@ -35,5 +35,5 @@ def analyze_pending_messages() -> int:
 
 @shared_task(name="learning.preferences_decay", ignore_result=True)
 def preferences_decay() -> list[int]:
-    decayed, deactivated = services.preferences_decay()
+    decayed, deactivated = preferences.preferences_decay()
     return [decayed, deactivated]

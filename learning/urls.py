@@ -1,28 +1,27 @@
 from django.urls import path
 
-from learning import apis
+from learning.apis import context, memories, messages, preferences, responses, taste, workflows
 
-# The management contract of the source design; mounted twice (see config/urls.py).
+# The management contract of the source design; mounted twice (see config/urls.py). Sharing a
+# memory or preference is a promotion: its routes are the promotions app's.
 management = [
-    path("preferences", apis.PreferenceListCreateApi.as_view()),
-    path("preferences/check-in", apis.PreferenceCheckInApi.as_view()),
-    path("preferences/<int:preference_id>/toggle", apis.PreferenceToggleApi.as_view()),
-    path("preferences/<int:preference_id>", apis.PreferenceDetailApi.as_view()),
-    path("workflows", apis.WorkflowListApi.as_view()),
-    path("workflows/<int:workflow_id>/toggle", apis.WorkflowToggleApi.as_view()),
-    path("workflows/<int:workflow_id>", apis.WorkflowDetailApi.as_view()),
-    path("context", apis.ContextApi.as_view()),
-    path("memories", apis.MemoryListApi.as_view()),
-    path("memories/<uuid:item_id>/share", apis.MemoryShareApi.as_view()),
-    path("preferences/<int:item_id>/share", apis.PreferenceShareApi.as_view()),
-    path("taste-patterns", apis.TastePatternListApi.as_view()),
-    path("taste-patterns/<int:pattern_id>/stop", apis.TastePatternStopApi.as_view()),
+    path("preferences", preferences.PreferenceListCreateApi.as_view()),
+    path("preferences/check-in", preferences.PreferenceCheckInApi.as_view()),
+    path("preferences/<int:preference_id>/toggle", preferences.PreferenceToggleApi.as_view()),
+    path("preferences/<int:preference_id>", preferences.PreferenceDetailApi.as_view()),
+    path("workflows", workflows.WorkflowListApi.as_view()),
+    path("workflows/<int:workflow_id>/toggle", workflows.WorkflowToggleApi.as_view()),
+    path("workflows/<int:workflow_id>", workflows.WorkflowDetailApi.as_view()),
+    path("context", context.ContextApi.as_view()),
+    path("memories", memories.MemoryListApi.as_view()),
+    path("taste-patterns", taste.TastePatternListApi.as_view()),
+    path("taste-patterns/<int:pattern_id>/stop", taste.TastePatternStopApi.as_view()),
 ]
 
 urlpatterns = [
-    path("messages", apis.MessageCreateApi.as_view(), name="messages"),
-    path("commands/runs", apis.CommandRunApi.as_view(), name="command-runs"),
-    path("commands/decisions", apis.CommandDecisionApi.as_view(), name="command-decisions"),
-    path("responses/feedback", apis.ResponseFeedbackApi.as_view(), name="response-feedback"),
+    path("messages", messages.MessageCreateApi.as_view(), name="messages"),
+    path("commands/runs", taste.CommandRunApi.as_view(), name="command-runs"),
+    path("commands/decisions", taste.CommandDecisionApi.as_view(), name="command-decisions"),
+    path("responses/feedback", responses.ResponseFeedbackApi.as_view(), name="response-feedback"),
     *management,
 ]

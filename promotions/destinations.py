@@ -18,11 +18,11 @@ from config.exceptions import ApplicationError
 from core.ids import parse_uuid
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services.task_feedback import task_feedback_set_promoted
-from learning.agent import agent_learning_create, agent_learning_set_status
-from learning.context import context_invalidate_shared
+from learning.context.cache import context_invalidate_shared
 from learning.models import AgentLearning, Memory
 from learning.safety import steering_reasons
-from learning.services import memory_share_apply, memory_share_check, memory_share_set_status
+from learning.services.agent import agent_learning_create, agent_learning_set_status
+from learning.services.memories import memory_share_apply, memory_share_check, memory_share_set_status
 from promotions.models import OPEN_STATUSES, LearningPromotion
 from retrieval.models import Chunk, RetrievalWeight, WeightStatus
 from retrieval.services import weight_create, weight_set_status
@@ -189,7 +189,12 @@ class MemoryWriter:
         )
 
     def apply(self, promotion: LearningPromotion) -> Destination:
-        memory = memory_share_apply(promotion_id=promotion.pk, learning=promotion.proposed_learning)
+        memory = memory_share_apply(
+            promotion_id=promotion.pk,
+            subject_type=promotion.subject_type,
+            subject_id=promotion.subject_id,
+            learning=promotion.proposed_learning,
+        )
         return Destination(table=Memory._meta.db_table, record_id=str(memory.pk))
 
     def pause(self, promotion: LearningPromotion) -> None:

@@ -188,8 +188,8 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}, "faiss.loader": {"level": "WARNING"}},
 }
 
-# Preference learning.
-REGGIE_PREFERENCE_LEARNING = env.bool("REGGIE_PREFERENCE_LEARNING", default=True)
+# Preference learning: the analyzer's model and the OpenAI client (shared with core's embeddings).
+# The learning app's own tunables are declared in learning/conf.py.
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 ANALYZER_MODEL = env.str("ANALYZER_MODEL", default="gpt-4.1-nano")
@@ -199,40 +199,6 @@ EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")  # local | ope
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
 if EMBEDDING_BACKEND not in ("local", "openai"):
     raise ImproperlyConfigured("EMBEDDING_BACKEND must be 'local' or 'openai'.")
-CONTEXT_MAX_CHARS = env.int("CONTEXT_MAX_CHARS", default=2000)
-# Cached context ingredients live at most this long (writes invalidate them at once).
-CONTEXT_CACHE_SECONDS = env.int("CONTEXT_CACHE_SECONDS", default=300)
-CONTEXT_MAX_PREFERENCES = env.int("CONTEXT_MAX_PREFERENCES", default=12)
-CONTEXT_MAX_MEMORIES = env.int("CONTEXT_MAX_MEMORIES", default=5)
-CONTEXT_MAX_TASTE_PATTERNS = env.int("CONTEXT_MAX_TASTE_PATTERNS", default=5)
-CONTEXT_MAX_AGENT_LEARNINGS = env.int("CONTEXT_MAX_AGENT_LEARNINGS", default=5)
-CONTEXT_MAX_TASK_EXAMPLES = env.int("CONTEXT_MAX_TASK_EXAMPLES", default=3)
-# Taste learning: a direction seen this often in the user's last TASTE_WINDOW decisions on one
-# plugin/command becomes a candidate pattern; confirmations make it active; overrides in a row stop it.
-TASTE_MIN_OBSERVATIONS = env.int("TASTE_MIN_OBSERVATIONS", default=3)
-TASTE_WINDOW = env.int("TASTE_WINDOW", default=20)
-TASTE_CONFIRMATIONS_TO_ACTIVATE = env.int("TASTE_CONFIRMATIONS_TO_ACTIVATE", default=2)
-TASTE_REJECTIONS_TO_STOP = env.int("TASTE_REJECTIONS_TO_STOP", default=3)
-# A tool's output as reported (a post_command's output, an edited output), in characters.
-COMMAND_OUTPUT_MAX_CHARS = env.int("COMMAND_OUTPUT_MAX_CHARS", default=20_000)
-# A private memory or preference below this confidence is never shared with a team or project.
-MEMORY_SHARE_MIN_CONFIDENCE = env.float("MEMORY_SHARE_MIN_CONFIDENCE", default=0.7)
-WORKFLOW_CONTEXT_MIN_SIMILARITY = env.float("WORKFLOW_CONTEXT_MIN_SIMILARITY", default=0.3)
-# Two prompts are "the same kind of request" at this embedding similarity or above.
-WORKFLOW_SIMILARITY = env.float("WORKFLOW_SIMILARITY", default=0.6)
-PROMPT_WINDOW = env.int("PROMPT_WINDOW", default=100)
-MESSAGE_MAX_CHARS = env.int("MESSAGE_MAX_CHARS", default=32_000)
-# Confidence decay: preferences not reinforced for this long lose confidence each run of
-# the decay task; below the floor they go inactive and are offered for a check-in.
-PREFERENCE_DECAY_AFTER_DAYS = env.int("PREFERENCE_DECAY_AFTER_DAYS", default=30)
-PREFERENCE_DECAY_FACTOR = env.float("PREFERENCE_DECAY_FACTOR", default=0.9)
-PREFERENCE_DECAY_FLOOR = env.float("PREFERENCE_DECAY_FLOOR", default=0.3)
-# Messages whose analysis was never enqueued (broker down) are swept up after this long.
-ANALYSIS_SWEEP_AFTER_SECONDS = env.int("ANALYSIS_SWEEP_AFTER_SECONDS", default=60)
-# A worker analyses up to this many waiting messages per task (one embedding pass for all),
-# holding its claim on them for ANALYSIS_CLAIM_SECONDS.
-ANALYSIS_BATCH_SIZE = env.int("ANALYSIS_BATCH_SIZE", default=32)
-ANALYSIS_CLAIM_SECONDS = env.int("ANALYSIS_CLAIM_SECONDS", default=120)
 CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},

@@ -10,7 +10,6 @@ phrasings, names the preference. Both are fitted once per process from
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 
@@ -19,6 +18,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from core.embeddings import get_embedder
+from core.text import summarize
 from learning.analyzer import catalog, exemplars
 from learning.analyzer.base import (
     Analysis,
@@ -80,20 +80,6 @@ def cues(text: str) -> np.ndarray:
 
 CUE_WEIGHT = 0.35  # cues sit beside a unit-length embedding; this keeps both in play
 WORD_WEIGHT = 0.6
-
-
-def summarize(text: str, words: int = 10) -> str:
-    """A short human-readable stand-in for a prompt: its first words, politeness trimmed."""
-    lowered = re.sub(r"^(hey|hi|hello)[,!.\s]+", "", text.strip(), flags=re.I)
-    lowered = re.sub(r"^(please|can you|could you|would you|pls|kindly)\s+", "", lowered, flags=re.I)
-    tokens = lowered.split()
-    summary = " ".join(tokens[:words]).rstrip(".,;:!?")
-    return (summary[:1].upper() + summary[1:])[:300] if summary else text[:300]
-
-
-def prompt_hash(text: str) -> str:
-    normalised = " ".join(_WORD.findall(text.lower()))
-    return hashlib.sha256(normalised.encode()).hexdigest()
 
 
 class LocalAnalyzer:

@@ -166,7 +166,8 @@ class OpenAIAnalyzer:
         )
 
     def _fallback(self, data: AnalyzerInput, exc: Exception) -> Analysis:
-        from learning.analyzer.local import get_local_analyzer
+        # The local analyzer (scikit-learn) is loaded only when the OpenAI one fails.
+        from learning.analyzer.local import get_local_analyzer  # noqa: PLC0415  heavy: scikit-learn
 
         logger.warning("OpenAI analyzer failed (%s); falling back to the local analyzer", type(exc).__name__)
         local = get_local_analyzer().analyze(data)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from learning import services
+from core.embeddings import get_embedder
 from learning.models import LearnedWorkflow, Preference
+from learning.services import preferences
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -14,10 +15,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def user():
     user = UserFactory(username="pat")
-    services.preference_add_manual(
+    preferences.preference_add_manual(
         user=user, category="length", preference="concise", description="Keep responses short"
     )
-    services.preference_add_manual(
+    preferences.preference_add_manual(
         user=user, category="format", preference="bullet_points", description="Use bullet points"
     )
     LearnedWorkflow.objects.create(
@@ -64,8 +65,6 @@ def test_modal_toggle_remove_add_and_save(logged_in_page, user):
 def test_chat_message_shows_the_injected_context(logged_in_page, user):
     # Without a broker the analysis runs in-process after the message commits, inside the request;
     # the first one loads the embedding model, which on a busy machine outlasts the browser's wait.
-    from core.embeddings import get_embedder
-
     get_embedder().embed(["warm up"])
     page = logged_in_page(user, "/chat/")
     page.get_by_label("Message").fill("How do I reverse a list in Python?")

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from accounts.actors import Actor
-from learning import services, taste
 from learning.models import TastePattern
+from learning.services import preferences, taste
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +39,7 @@ def user():
 
 
 def test_modal_lists_a_pattern_and_stops_applying_it(logged_in_page, user):
-    services.preference_add_manual(user=user, category="tone", preference="formal", description="Write formally")
+    preferences.preference_add_manual(user=user, category="tone", preference="formal", description="Write formally")
     pattern = shorten_three_times(user)
     assert pattern.status == "candidate"
     page = logged_in_page(user, "/chat/")

@@ -6,6 +6,7 @@ an HTTP error status, or a delay. Requests are recorded for assertions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -54,8 +55,6 @@ class FakeOpenAI:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if self.path.endswith("/embeddings"):
-                    import hashlib
-
                     vectors = []
                     for text in body["input"]:
                         seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from learning import services
-from learning.models import ChatMessage, LearnedWorkflow, Preference
+from learning.models import ChatMessage, LearnedWorkflow, LearningUsage, Preference
+from learning.services import preferences
 
 MOUNTS = ["/api/v1", "/api/pdb/v1/reggie"]
 
@@ -17,13 +17,13 @@ def analysis_enqueues(callbacks):
 
 @pytest.fixture
 def owner_prefs(world):
-    concise, _ = services.preference_add_manual(
+    concise, _ = preferences.preference_add_manual(
         user=world.owner, category="length", preference="concise", description="Keep responses short"
     )
-    bullets, _ = services.preference_add_manual(
+    bullets, _ = preferences.preference_add_manual(
         user=world.owner, category="format", preference="bullet_points", description="Use bullet points"
     )
-    other, _ = services.preference_add_manual(
+    other, _ = preferences.preference_add_manual(
         user=world.other, category="tone", preference="formal", description="Be formal"
     )
     return {"concise": concise, "bullets": bullets, "other": other}
@@ -227,11 +227,90 @@ def test_toggle_bad_input(world, owner_prefs, body):
     assert "active" in response.json()["error"]["fields"]
 
 
+# --- context: a GET previews, a POST with response_id records -------------------------
+
+
+@pytest.mark.parametrize("mount", MOUNTS)
+def test_context_get_writes_no_usage_rows(world, owner_prefs, owner_workflow, mount):
+    response = world.client("owner").get(f"{mount}/context", {"message": "Summarize the weekly sales report"})
+    assert response.status_code == 200, response.content
+    assert "Keep responses short" in response.json()["text"]
+    assert response.json()["workflow"]["workflow_name"] == "Weekly sales summary"
+    assert not LearningUsage.objects.exists()
+
+
+@pytest.mark.parametrize("mount", MOUNTS)
+def test_context_post_records_each_injection_against_the_response(world, owner_prefs, owner_workflow, mount):
+    body = {"message": "Summarize the weekly sales report", "response_id": "resp-1"}
+    response = world.client("owner").post(f"{mount}/context", body, format="json")
+    assert response.status_code == 200, response.content
+    assert "Keep responses short" in response.json()["text"]
+    recorded = LearningUsage.objects.filter(response_id="resp-1")
+    assert set(recorded.values_list("item_type", "item_id")) == {
+        ("preference", str(owner_prefs["concise"].pk)),
+        ("preference", str(owner_prefs["bullets"].pk)),
+        ("workflow", str(owner_workflow.pk)),
+    }
+    assert set(recorded.values_list("user_id", "outcome")) == {(world.owner.pk, "pending")}
+
+
+@pytest.mark.parametrize("mount", MOUNTS)
+@pytest.mark.parametrize("response_id", [None, "", "   "])
+def test_context_post_needs_a_response_id(world, owner_prefs, mount, response_id):
+    body = {"message": "hello"} if response_id is None else {"message": "hello", "response_id": response_id}
+    response = world.client("owner").post(f"{mount}/context", body, format="json")
+    assert response.status_code == 400, response.content
+    assert "response_id" in response.json()["error"]["fields"]
+    assert not LearningUsage.objects.exists()
+
+
+@pytest.mark.parametrize("mount", MOUNTS)
+def test_context_get_with_a_response_id_is_refused_and_says_to_post(world, owner_prefs, mount):
+    response = world.client("owner").get(f"{mount}/context", {"response_id": "resp-1"})
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert "response_id" in error["fields"]
+    assert "POST" in error["message"]
+    assert not LearningUsage.objects.exists()
+
+
+@pytest.mark.parametrize("mount", MOUNTS)
+def test_context_needs_a_caller(world, owner_prefs, mount):
+    anonymous = world.client("anonymous")
+    assert anonymous.get(f"{mount}/context").status_code in (401, 403)
+    assert anonymous.post(f"{mount}/context", {"response_id": "resp-1"}, format="json").status_code in (401, 403)
+    assert not LearningUsage.objects.exists()
+
+
+@pytest.mark.parametrize("mount", MOUNTS)
+def test_context_post_holds_only_the_callers_learning(world, owner_prefs, mount):
+    response = world.client("other").post(f"{mount}/context", {"response_id": "resp-other"}, format="json")
+    assert response.status_code == 200, response.content
+    text = response.json()["text"]
+    assert "Be formal" in text
+    assert "Keep responses short" not in text
+    assert "Use bullet points" not in text
+    recorded = LearningUsage.objects.filter(response_id="resp-other")
+    assert set(recorded.values_list("user_id", "item_id")) == {(world.other.pk, str(owner_prefs["other"].pk))}
+    via_service = world.client("service", on_behalf_of="ext-owner").post(
+        f"{mount}/context", {"response_id": "resp-owner"}, format="json"
+    )
+    assert via_service.status_code == 200, via_service.content
+    assert "Be formal" not in via_service.json()["text"]
+    assert set(LearningUsage.objects.filter(response_id="resp-owner").values_list("user_id", flat=True)) == {
+        world.owner.pk
+    }
+
+
 def test_service_must_name_the_user(world):
     for path in ("/api/v1/preferences", "/api/v1/workflows", "/api/v1/context", "/api/v1/memories"):
         response = world.client("service").get(path)
         assert response.status_code == 400
         assert "X-On-Behalf-Of" in response.json()["error"]["fields"]
+    response = world.client("service").post("/api/v1/context", {"response_id": "r1"}, format="json")
+    assert response.status_code == 400
+    assert "X-On-Behalf-Of" in response.json()["error"]["fields"]
+    assert not LearningUsage.objects.exists()
 
 
 def test_check_in_lists_decayed_preferences(world, owner_prefs):
@@ -245,7 +324,7 @@ def test_check_in_lists_decayed_preferences(world, owner_prefs):
 def test_context_is_bounded_and_ordered(world, settings):
     settings.CONTEXT_MAX_CHARS = 200
     for i in range(30):
-        services.preference_add_manual(
+        preferences.preference_add_manual(
             user=world.owner, category="output", preference=f"rule-{i}", description=f"Rule number {i} " + "x" * 20
         )
     Preference.objects.filter(user=world.owner, preference="rule_7").update(confidence=0.99)

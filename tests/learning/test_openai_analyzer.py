@@ -7,11 +7,11 @@ import json
 import pytest
 
 from feedback.models import FeedbackEvent
-from learning import services
 from learning.analyzer import get_analyzer
 from learning.analyzer.base import AnalyzerInput, SimilarPrompt
 from learning.analyzer.openai_analyzer import OpenAIAnalyzer
 from learning.models import Preference
+from learning.services import messages
 from tests.factories import UserFactory
 from tests.learning.fake_openai import FakeOpenAI, Reply
 
@@ -110,8 +110,8 @@ def test_transient_errors_are_retried_with_backoff(configured, settings):
 def test_a_fallback_writes_an_eval_failure_event(configured, db):
     user = UserFactory()
     configured.replies.append(Reply(content="{broken"))
-    message, _ = services.message_observe(user=user, session_id="s", content="could u keep it short pls")
-    services.message_analyze(message_id=str(message.pk))
+    message, _ = messages.message_observe(user=user, session_id="s", content="could u keep it short pls")
+    messages.message_analyze(message_id=str(message.pk))
     event = FeedbackEvent.objects.get(event_family="eval_failure")
     assert (event.signal, event.source_record_id) == ("failed", str(message.pk))
     assert "OpenAI analyzer failed" in event.free_text
@@ -131,8 +131,8 @@ def test_an_openai_preference_with_a_new_slug_is_stored(configured, db):
             },
         }
     )
-    message, _ = services.message_observe(user=user, session_id="s", content="Answer me in Spanish from now on")
-    services.message_analyze(message_id=str(message.pk))
+    message, _ = messages.message_observe(user=user, session_id="s", content="Answer me in Spanish from now on")
+    messages.message_analyze(message_id=str(message.pk))
     row = Preference.objects.get(user=user)
     assert (row.category, row.preference, row.description) == ("output", "spanish_replies", "Answer in Spanish")
     assert row.confidence <= 0.9  # the model's 1.7 was clamped

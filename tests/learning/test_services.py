@@ -9,8 +9,9 @@ import pytest
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent
-from learning import services
+from learning.conf import learning_settings
 from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
+from learning.services import messages, preferences
 from learning.tasks import analyze_message, analyze_pending_messages
 from tests.factories import UserFactory
 
@@ -104,7 +105,7 @@ def test_unrelated_requests_make_no_workflow(user, observe):
 
 
 def test_analysis_delivered_twice_reinforces_once(user, analyzer):
-    message, _ = services.message_observe(user=user, session_id="s", content="Be concise.")
+    message, _ = messages.message_observe(user=user, session_id="s", content="Be concise.")
     analyze_message(str(message.pk))
     analyze_message(str(message.pk))
     assert Preference.objects.get(user=user).times_reinforced == 1
@@ -122,21 +123,21 @@ def test_prompt_window_is_pruned(user, observe, settings):
 
 def test_learning_switched_off_stores_but_does_not_learn(user, analyzer, settings):
     settings.REGGIE_PREFERENCE_LEARNING = False
-    message, context = services.message_observe(user=user, session_id="s", content="Be concise.")
+    message, context = messages.message_observe(user=user, session_id="s", content="Be concise.")
     assert not context.enabled
     assert context.text == ""
-    assert services.message_analyze(message_id=str(message.pk)) is None
+    assert messages.message_analyze(message_id=str(message.pk)) is None
     assert not Preference.objects.exists()
     assert ChatMessage.objects.get(pk=message.pk).analyzed_at is not None
 
 
 def test_decay_lowers_and_then_deactivates_stale_preferences(user, observe, settings):
     observe(user, "Be concise.")
-    old = timezone.now() - timedelta(days=settings.PREFERENCE_DECAY_AFTER_DAYS + 1)
+    old = timezone.now() - timedelta(days=learning_settings.PREFERENCE_DECAY_AFTER_DAYS + 1)
     Preference.objects.filter(user=user).update(last_reinforced_at=old, confidence=0.32)
-    manual, _ = services.preference_add_manual(user=user, category="tone", preference="formal", description="Formal")
+    manual, _ = preferences.preference_add_manual(user=user, category="tone", preference="formal", description="Formal")
     Preference.objects.filter(pk=manual.pk).update(last_reinforced_at=old)
-    decayed, deactivated = services.preferences_decay()
+    decayed, deactivated = preferences.preferences_decay()
     assert (decayed, deactivated) == (1, 1)
     row = Preference.objects.get(user=user, preference="concise")
     assert (row.active, row.inactive_reason) == (False, "decayed")
@@ -152,7 +153,7 @@ def test_a_message_whose_enqueue_failed_is_swept_up(user, analyzer, monkeypatch,
 
     monkeypatch.setattr(analyze_message, "delay", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
-        message, _ = services.message_observe(user=user, session_id="s", content="Be concise.")
+        message, _ = messages.message_observe(user=user, session_id="s", content="Be concise.")
     assert ChatMessage.objects.get(pk=message.pk).analyzed_at is None  # stored, not analysed
     monkeypatch.undo()
     ChatMessage.objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(minutes=5))
@@ -163,13 +164,13 @@ def test_a_message_whose_enqueue_failed_is_swept_up(user, analyzer, monkeypatch,
 
 
 def test_one_task_analyses_a_batch_of_waiting_messages(user, analyzer, monkeypatch):
-    monkeypatch.setattr(services, "_enqueue_analysis", lambda message_id: None)  # as if the queue were busy
+    monkeypatch.setattr(messages, "_enqueue_analysis", lambda message_id: None)  # as if the queue were busy
     ids = [
-        str(services.message_observe(user=user, session_id="s", content=text)[0].pk)
+        str(messages.message_observe(user=user, session_id="s", content=text)[0].pk)
         for text in ["Be concise.", "I have two cats.", "What's the capital of Peru?"]
     ]
-    assert services.messages_claim(first_id=ids[2], limit=2)[0] == ids[2]  # the task's own message first
-    assert services.messages_claim(first_id=ids[2], limit=5) == [ids[1]]  # claimed ones are not handed out twice
+    assert messages.messages_claim(first_id=ids[2], limit=2)[0] == ids[2]  # the task's own message first
+    assert messages.messages_claim(first_id=ids[2], limit=5) == [ids[1]]  # claimed ones are not handed out twice
     ChatMessage.objects.update(analysis_claimed_until=None)
     assert analyze_message(ids[1]) == 3
     assert ChatMessage.objects.filter(analyzed_at__isnull=True).count() == 0

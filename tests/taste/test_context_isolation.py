@@ -15,10 +15,10 @@ import pytest
 from accounts.models import Project
 from config.exceptions import ApplicationError, Conflict
 from feedback.models import FeedbackEvent
-from learning import services
 from learning.analyzer.base import MemoryFinding
-from learning.context import Scope, context_build
+from learning.context.build import Scope, context_build
 from learning.models import LearnedWorkflow, LearningUsage, Memory, Preference, TastePattern
+from learning.services import memories, preferences
 from promotions.models import LearningPromotion
 from promotions.services import Proposal, promotion_propose, promotion_transition, promotions_propose_bulk
 from tests.factories import MembershipFactory, ProjectFactory
@@ -94,13 +94,13 @@ class Scene:
 
 def plant(user, strings: dict[str, str]) -> None:
     """One user's private learning, each item carrying its marker."""
-    services.preference_add_manual(
+    preferences.preference_add_manual(
         user=user,
         category="format",
         preference=strings["slug"].replace("_", " "),
         description=f"Answer in short bullet lists ({strings['preference']})",
     )
-    services.memory_remember(
+    memories.memory_remember(
         owner=user,
         finding=MemoryFinding(kind="fact", content=f"My locker code word is {strings['memory']}.", confidence=0.9),
         source_message=None,
@@ -126,7 +126,7 @@ def plant(user, strings: dict[str, str]) -> None:
 
 def share_and_apply(world, role: str, content: str, **learning) -> None:
     """A private memory of ``role``, shared through a reviewed promotion."""
-    memory = services.memory_remember(
+    memory = memories.memory_remember(
         owner=getattr(world, role),
         source_message=None,
         finding=MemoryFinding(kind="fact", content=content, confidence=0.9),
@@ -156,8 +156,8 @@ def scene(world) -> Scene:
         plant(getattr(world, name), strings)
         private[name] = list(strings.values())
     # The owner's own words that read like orders to the assistant, as a preference and as a memory.
-    services.preference_add_manual(user=world.owner, category="behavior", preference="budget", description=STEERING)
-    services.memory_remember(
+    preferences.preference_add_manual(user=world.owner, category="behavior", preference="budget", description=STEERING)
+    memories.memory_remember(
         owner=world.owner, source_message=None, finding=MemoryFinding(kind="fact", content=STEERING, confidence=0.9)
     )
     private["owner"].append(STEERING)
@@ -214,7 +214,7 @@ def test_context_holds_the_viewers_private_learning_and_nobody_elses(scene, view
     params = {"message": MESSAGE, "surface": surface, "response_id": "r-isolation", **SURFACES[surface]}
     if project:
         params["project"] = project
-    response = scene.client(viewer, via).get("/api/v1/context", params)
+    response = scene.client(viewer, via).post("/api/v1/context", params, format="json")
     assert response.status_code == 200, response.content
     body, text = response.content.decode(), response.json()["text"]
     assert_isolated(scene, viewer, project, surface, body, text)

@@ -10,9 +10,9 @@ from django.urls import resolve
 from django.utils import timezone
 
 from config.exceptions import ApplicationError, Conflict
-from learning import services
 from learning.analyzer.base import MemoryFinding, PreferenceFinding
 from learning.models import Memory, Preference
+from learning.services import memories, preferences
 from promotions.apis.shares import MemoryShareApi, PreferenceShareApi
 from promotions.destinations import WRITERS
 from promotions.models import LearningPromotion
@@ -35,7 +35,7 @@ def zeus(world):
 
 
 def remember(user, content, confidence=0.9) -> Memory:
-    return services.memory_remember(
+    return memories.memory_remember(
         owner=user, finding=MemoryFinding(kind="fact", content=content, confidence=confidence), source_message=None
     )
 
@@ -44,13 +44,13 @@ def learn_preference(user, description, confidence) -> Preference:
     finding = PreferenceFinding(
         category="format", preference="release table", description=description, confidence=confidence
     )
-    return services.preference_learn(user=user, finding=finding, source_message=None)
+    return preferences.preference_learn(user=user, finding=finding, source_message=None)
 
 
 @pytest.fixture
 def items(world):
     """The owner's confident private memory and preference, each with its own text."""
-    preference, _ = services.preference_add_manual(
+    preference, _ = preferences.preference_add_manual(
         user=world.owner, category="format", preference="release table", description=PREFERENCE_TEXT
     )
     return {"memory": remember(world.owner, MEMORY_TEXT), "preference": preference}
@@ -223,7 +223,7 @@ def test_steering_text_is_refused(world, subject_type, body):
     if subject_type == "memory":
         item = remember(world.owner, STEERING)
     else:
-        item, _ = services.preference_add_manual(
+        item, _ = preferences.preference_add_manual(
             user=world.owner, category="behavior", preference="budget", description=STEERING
         )
     assert item.needs_review
@@ -239,7 +239,7 @@ def test_inactive_items_cannot_be_shared(world, items, subject_type):
     if subject_type == "memory":
         Memory.objects.filter(pk=item.pk).update(status=Memory.Status.ARCHIVED)
     else:
-        services.preference_set_active(preference=item, active=False)
+        preferences.preference_set_active(preference=item, active=False)
     response = share(world.client("owner"), subject_type, item, visibility="team")
     assert response.status_code == 400, response.content
     assert "subject_id" in response.json()["error"]["fields"]
@@ -369,7 +369,7 @@ def test_a_preference_that_decayed_before_review_is_not_applied(world, django_ca
     promotion_id = shared_by_owner(world, "preference", preference, visibility="team")
     later = timezone.now() + timedelta(days=400)
     for _ in range(3):  # unreinforced for months: 0.9 -> 0.81 -> 0.73 -> 0.66
-        services.preferences_decay(now=later)
+        preferences.preferences_decay(now=later)
     preference.refresh_from_db()
     assert preference.confidence < 0.7
     review(world, promotion_id, "approve", capture=django_capture_on_commit_callbacks)

@@ -8,10 +8,12 @@ import pytest
 
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services.task_feedback import task_feedback_record
-from learning.agent import response_feedback_record
+from learning.models import LearningUsage
+from learning.services.agent import response_feedback_record
 from promotions import services
 from promotions.models import LearningPromotion
 from promotions.scanners.task_example import task_example_scan
+from tests.factories import MembershipFactory, ProjectFactory
 
 
 def rated(
@@ -96,8 +98,6 @@ def test_duplicate_titles_are_proposed_once(world):
 
 
 def test_the_same_title_in_another_project_is_not_a_duplicate(world):
-    from tests.factories import MembershipFactory, ProjectFactory
-
     MembershipFactory(project=ProjectFactory(slug="zeus"), user=world.owner)
     rated(world)
     rated(world, project="zeus")
@@ -149,7 +149,12 @@ def test_an_admin_cannot_propose_a_task_that_cannot_be_an_example(world, kwargs,
 
 
 def context(world, **params):
-    response = world.client("owner").get("/api/v1/context", {"project": "apollo", **params})
+    client, params = world.client("owner"), {"project": "apollo", **params}
+    # Recording the injections against a response is a POST; a GET only previews them.
+    if "response_id" in params:
+        response = client.post("/api/v1/context", params, format="json")
+    else:
+        response = client.get("/api/v1/context", params)
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -186,8 +191,6 @@ def test_task_generation_is_shown_three_examples_and_the_prevention_prompts(worl
     assert "[Approved Task Examples]" in block["text"]
     assert [a["prevention_prompt"] for a in block["agent_learnings"]] == [prompt]
     assert prompt in block["text"]
-    from learning.models import LearningUsage
-
     assert LearningUsage.objects.filter(response_id="gen-1", item_type="task_example").count() == 3
 
     chat = context(world, surface="chat")

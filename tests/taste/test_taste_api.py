@@ -10,8 +10,8 @@ import uuid
 import pytest
 
 from feedback.models import FeedbackEvent
-from learning import taste
 from learning.models import TastePattern
+from learning.services import taste
 
 RUNS, DECISIONS, PATTERNS = "/api/v1/commands/runs", "/api/v1/commands/decisions", "/api/v1/taste-patterns"
 CONTEXT, MESSAGES = "/api/v1/context", "/api/v1/messages"

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from feedback.models import FeedbackEvent
 from feedback.services.task_feedback import task_feedback_record
-from learning import taste
 from learning.corrections import corrections_derive
 from learning.models import TastePattern
+from learning.services import taste
 from promotions.models import LearningPromotion
 from promotions.scanners.agent_learning import agent_learning_scan
 from promotions.scanners.task_example import task_example_scan

@@ -8,6 +8,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from learning.analyzer import get_analyzer
+from learning.analyzer.base import AnalyzerInput
+from learning.analyzer.local import get_local_analyzer
 from learning.evaluation import EVAL_TYPES, load_labelled, score_labelled, score_prefeval
 
 DEFAULT_LABELLED = Path(settings.BASE_DIR) / "tests" / "data" / "analyzer_labelled.jsonl"
@@ -25,14 +28,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         os.environ.setdefault("EMBEDDING_THREADS", "1")  # throughput is reported for one core
-        from learning.analyzer import get_analyzer
-        from learning.analyzer.local import get_local_analyzer
-
         analyzer = get_local_analyzer() if options["analyzer"] == "local" else get_analyzer()
         analyzer.analyze_many([])  # warm: model loaded and classifiers fitted before timing
-        analyzer.analyze_many(
-            [__import__("learning.analyzer.base", fromlist=["AnalyzerInput"]).AnalyzerInput(current_message="hello")]
-        )
+        analyzer.analyze_many([AnalyzerInput(current_message="hello")])
 
         rows = load_labelled(options["labelled"])
         scores = score_labelled(analyzer, rows)

@@ -21,7 +21,7 @@ from feedback.selectors import event_list
 from feedback.services.bulk import events_record_bulk
 from feedback.services.events import EventInput
 from feedback.services.task_feedback import task_feedback_record
-from learning.services import message_observe, messages_analyze
+from learning.services.messages import message_observe, messages_analyze
 
 DEMO_KEY_NAME = "demo"
 DEMO_MESSAGES = (

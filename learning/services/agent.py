@@ -18,9 +18,10 @@ from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
 from feedback.models import EventFamily, FeedbackEvent, Signal
 from feedback.services.events import EventInput, event_record, snapshot_fields_check
-from learning.context import context_invalidate_shared
-from learning.models import AgentLearning, LearningUsage
+from learning.context.cache import context_invalidate_shared
+from learning.models import AgentLearning
 from learning.safety import steering_reasons
+from learning.services.usages import usages_judge
 
 RATINGS = {"up": Signal.POSITIVE, "down": Signal.NEGATIVE}
 
@@ -66,9 +67,7 @@ def response_feedback_record(
                 metadata={"tool_name": tool_name[:100], "tags": [str(t)[:50] for t in (tags or [])][:20]},
             ),
         )
-        judged = LearningUsage.objects.filter(
-            user=user, response_id=response_id[:255], outcome=LearningUsage.Outcome.PENDING
-        ).update(outcome=LearningUsage.Outcome.HELPED if rating == "up" else LearningUsage.Outcome.HURT)
+        judged = usages_judge(user=user, response_id=response_id, helped=rating == "up")
     return written.event, judged
 
 

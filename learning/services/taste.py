@@ -15,15 +15,11 @@
 
 from __future__ import annotations
 
-import math
-import re
-import statistics
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -32,10 +28,12 @@ from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, Signal
 from feedback.services.events import EventInput, event_record, snapshot_fields_check
-from learning.context import context_invalidate
+from learning.conf import learning_settings
+from learning.context.cache import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import CommandDecision, CommandRun, TastePattern
 from learning.selectors import taste_patterns_applicable
+from learning.services.taste_rules import distill, pattern_confidence, pattern_overridden
 
 DECISIONS = ("accepted", "edited", "rejected", "rerun")
 _SIGNAL = {
@@ -44,14 +42,6 @@ _SIGNAL = {
     "rejected": Signal.NEGATIVE,
     "rerun": Signal.NEGATIVE,
 }
-_OPPOSITE = {"shorter": "longer", "longer": "shorter", "more_formal": "more_casual", "more_casual": "more_formal"}
-_STOP_PHRASE = re.compile(r"\b(?:stop|quit|don'?t keep|do not keep) applying (?:this|that|it)\b", re.IGNORECASE)
-_NEGATED_STOP = re.compile(r"\b(?:don'?t|do not|never|not)\s+(?:stop|quit)\s+applying\b", re.IGNORECASE)
-
-
-def asks_to_stop(message: str) -> bool:
-    """Does a chat message say "stop applying this" (and not "don't stop applying this")?"""
-    return bool(_STOP_PHRASE.search(message)) and not _NEGATED_STOP.search(message)
 
 
 def target_of(plugin: str, command: str) -> str:
@@ -236,31 +226,6 @@ def command_decision_record(
     return result
 
 
-def _overrides(pattern: TastePattern, decision: str, corrections: list[Correction]) -> bool:
-    if decision == "rerun" and pattern.correction_type == "parameter":
-        # A re-run overrides a parameter pattern only if it sets that parameter to something else.
-        key = pattern.direction.split("=")[0]
-        return any(c.direction.split("=")[0] == key and c.direction != pattern.direction for c in corrections)
-    if decision in ("rejected", "rerun"):
-        return True
-    for correction in corrections:
-        if correction.type != pattern.correction_type:
-            continue
-        if _OPPOSITE.get(pattern.direction) == correction.direction:
-            return True  # lengthened what the pattern shortened
-        if pattern.correction_type == "structure" and correction.direction != pattern.direction:
-            return True  # changed the layout the pattern chose
-        kind, _, name = pattern.direction.partition(":")
-        if pattern.correction_type == "section" and correction.direction == f"{_FLIP.get(kind)}:{name}":
-            return True  # put back the section the pattern left out
-        if pattern.correction_type == "parameter" and correction.direction.split("=")[0] == kind.split("=")[0]:
-            return True  # re-ran with another value of the parameter the pattern sets
-    return False
-
-
-_FLIP = {"removed": "added", "added": "removed"}
-
-
 def _judge_applied(result: DecisionResult, *, user: User, applied: list[int]) -> None:
     """Confirm or override each pattern applied to the run; three overrides in a row reject it."""
     if not applied:
@@ -272,18 +237,18 @@ def _judge_applied(result: DecisionResult, *, user: User, applied: list[int]) ->
             pattern.confirmations += 1
             pattern.consecutive_rejections = 0
             result.confirmed.append(pattern.pk)
-            if pattern.confirmations >= settings.TASTE_CONFIRMATIONS_TO_ACTIVATE:
+            if pattern.confirmations >= learning_settings.TASTE_CONFIRMATIONS_TO_ACTIVATE:
                 pattern.status = TastePattern.Status.ACTIVE
-        elif _overrides(pattern, result.decision, result.corrections):
+        elif pattern_overridden(pattern, result.decision, result.corrections):
             pattern.rejections += 1
             pattern.consecutive_rejections += 1
             result.overridden.append(pattern.pk)
-            if pattern.consecutive_rejections >= settings.TASTE_REJECTIONS_TO_STOP:
+            if pattern.consecutive_rejections >= learning_settings.TASTE_REJECTIONS_TO_STOP:
                 pattern.status, pattern.rejected_reason = TastePattern.Status.REJECTED, "overridden"
                 result.rejected.append(pattern.pk)
         else:
             continue  # edited in some other respect: says nothing about this pattern
-        pattern.confidence = _confidence(pattern)
+        pattern.confidence = pattern_confidence(pattern)
         pattern.save(
             update_fields=[
                 "confirmations",
@@ -297,14 +262,6 @@ def _judge_applied(result: DecisionResult, *, user: User, applied: list[int]) ->
         )
 
 
-def _confidence(pattern: TastePattern) -> float:
-    """How consistently the user corrects this way (observations per recent decision) times how
-    often applying it was accepted (smoothed; 0 before any confirmation)."""
-    consistency = pattern.observations / max(pattern.evidence.get("decisions", pattern.observations), 1)
-    trust = pattern.confirmations / (pattern.confirmations + pattern.rejections + 2)
-    return round(min(1.0, consistency) * trust, 4)
-
-
 def _learn(*, user: User, plugin: str, command: str) -> list[TastePattern]:
     """Count the directions of the user's recent decisions on this plugin/command; create or
     update the pattern of every direction seen often enough. Reads at most TASTE_WINDOW decisions."""
@@ -312,7 +269,7 @@ def _learn(*, user: User, plugin: str, command: str) -> list[TastePattern]:
     recent: list[list[dict[str, Any]]] = list(
         CommandDecision.objects.filter(run__user=user, run__plugin=plugin, run__command=command)
         .order_by("-created_at")
-        .values_list("corrections", flat=True)[: settings.TASTE_WINDOW]
+        .values_list("corrections", flat=True)[: learning_settings.TASTE_WINDOW]
     )
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for found in recent:
@@ -320,7 +277,7 @@ def _learn(*, user: User, plugin: str, command: str) -> list[TastePattern]:
             seen.setdefault((correction["type"], correction["direction"]), []).append(correction["detail"])
     changed = []
     for (kind, direction), details in seen.items():
-        if len(details) < settings.TASTE_MIN_OBSERVATIONS:
+        if len(details) < learning_settings.TASTE_MIN_OBSERVATIONS:
             continue
         instruction, description = distill(plugin, command, kind, direction, details, len(recent))
         evidence = {"decisions": len(recent), "observations": len(details), "details": details[:10]}
@@ -351,66 +308,12 @@ def _learn(*, user: User, plugin: str, command: str) -> list[TastePattern]:
         else:
             pattern.instruction, pattern.description, pattern.evidence = instruction, description, evidence
             pattern.observations = len(details)
-            pattern.confidence = _confidence(pattern)
+            pattern.confidence = pattern_confidence(pattern)
             pattern.save(
                 update_fields=["instruction", "description", "evidence", "observations", "confidence", "updated_at"]
             )
         changed.append(pattern)
     return changed
-
-
-def _nice(value: float, *, up: bool) -> int:
-    """A round word limit near ``value``: to the next 25 (up) or the previous 25 (down), at least 25."""
-    step = 25 if value < 400 else 50
-    rounded = (math.ceil if up else math.floor)(value / step) * step
-    return max(step, int(rounded))
-
-
-def distill(
-    plugin: str, command: str, kind: str, direction: str, details: list[dict[str, Any]], decisions: int
-) -> tuple[str, str]:
-    """(instruction, description) for a direction, with the figures computed from the edits."""
-    thing = f"{plugin} {command}".replace("_", " ").replace("-", " ") + " outputs"
-    times = f"{len(details)}/{decisions} times"
-    if kind == "length":
-        before = statistics.median(d["before_words"] for d in details)
-        after = sorted(d["after_words"] for d in details)
-        if direction == "shorter":
-            limit = _nice(after[max(0, math.ceil(0.8 * len(after)) - 1)], up=True)
-            return (
-                f"Keep {thing} concise: under {limit} words.",
-                f"Shortened {thing} {times} (from about {before:.0f} to about {statistics.median(after):.0f} words).",
-            )
-        floor = _nice(after[int(0.2 * len(after))], up=False)
-        return (
-            f"Make {thing} more thorough: at least {floor} words.",
-            f"Lengthened {thing} {times} (from about {before:.0f} to about {statistics.median(after):.0f} words).",
-        )
-    if kind == "tone":
-        if direction == "more_formal":
-            return (
-                f"Write {thing} in a formal, professional tone (no contractions, slang or exclamation marks).",
-                f"Made {thing} more formal {times}.",
-            )
-        return f"Write {thing} in a casual, friendly tone.", f"Made {thing} more casual {times}."
-    if kind == "structure":
-        layout = {"bullets": "as bullet points", "table": "as a table", "prose": "as prose paragraphs, not lists"}
-        return (
-            f"Format {thing} {layout.get(direction, direction)}.",
-            f"Reformatted {thing} {layout.get(direction)} {times}.",
-        )
-    name = direction.partition(":")[2] if kind != "parameter" else direction
-    if kind == "section":
-        if direction.startswith("removed:"):
-            return (
-                f"Leave out the '{name}' section in {thing}.",
-                f"Removed the '{name}' section from {thing} {times}.",
-            )
-        return f"Include a '{name}' section in {thing}.", f"Added a '{name}' section to {thing} {times}."
-    if kind == "order":
-        return f"Put '{name}' first in {thing}.", f"Moved '{name}' up in {thing} {times}."
-    key, _, value = direction.partition("=")
-    return f"Run {plugin} {command} with {key} = {value}.", f"Re-ran {plugin} {command} with {key} = {value} {times}."
 
 
 def taste_pattern_stop(*, user: User, pattern_id: int | None = None) -> TastePattern | None:

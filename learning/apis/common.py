@@ -1,0 +1,42 @@
+"""Whose data a learning request is about, and the small pieces every learning endpoint shares."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+from rest_framework.request import Request
+
+from accounts.actors import Actor
+from accounts.models import Project, User
+from accounts.selectors import project_get_for_member
+from config.api import StrictInputSerializer
+from config.exceptions import AccessDenied, ApplicationError
+
+
+def subject_user(request: Request) -> User:
+    """Whose learning this request is about: the caller, or the user a service key names."""
+    actor = Actor.from_request(request)
+    if actor.user is None:
+        raise ApplicationError(
+            "A service key must name the user with the X-On-Behalf-Of header.", field="X-On-Behalf-Of"
+        )
+    return actor.user
+
+
+SURFACES = ("chat", "command", "task_generation", "search", "agent")
+
+
+def project_of_user(user: User, slug: str | None) -> Project | None:
+    """A project the request's subject user belongs to (staff: any); whoever the caller is, the
+    context and the items shared are that user's."""
+    if not slug:
+        return None
+    project = project_get_for_member(slug=slug, user=user)
+    if project is None:
+        raise ApplicationError(f"No project {slug!r}.", field="project")
+    if not user.is_staff and not getattr(project, "is_member", False):
+        raise AccessDenied("The user is not a member of this project.", field="project")
+    return project
+
+
+class ToggleInputSerializer(StrictInputSerializer):
+    active = serializers.BooleanField()

@@ -1,0 +1,91 @@
+"""The user's preferences: list, add by hand, check in, switch on or off, forget."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import StrictCharField, StrictInputSerializer
+from learning import selectors
+from learning.apis.common import ToggleInputSerializer, subject_user
+from learning.models import PREFERENCE_CATEGORIES
+from learning.services import preferences
+
+
+class PreferenceOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    category = serializers.CharField()
+    preference = serializers.CharField()
+    description = serializers.CharField()
+    confidence = serializers.FloatField()
+    times_reinforced = serializers.IntegerField()
+    active = serializers.BooleanField()
+    source = serializers.CharField()  # type: ignore[assignment]  # the metaclass pops declared fields
+    inactive_reason = serializers.CharField()
+    last_reinforced_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField()
+
+
+class PreferenceInputSerializer(StrictInputSerializer):
+    category = serializers.ChoiceField(choices=[(c, c) for c in PREFERENCE_CATEGORIES])
+    preference = StrictCharField(max_length=100)
+    description = StrictCharField(max_length=500, required=False, allow_blank=True)
+
+
+class PreferencesOutputSerializer(serializers.Serializer):
+    preferences = PreferenceOutputSerializer(many=True)
+
+
+class PreferenceListCreateApi(APIView):
+    @extend_schema(responses=PreferencesOutputSerializer, summary="Your preferences, active first")
+    def get(self, request: Request) -> Response:
+        rows = selectors.preference_list(user=subject_user(request))
+        return Response({"preferences": PreferenceOutputSerializer(rows, many=True).data})
+
+    @extend_schema(
+        request=PreferenceInputSerializer,
+        responses={201: PreferenceOutputSerializer, 200: PreferenceOutputSerializer},
+        summary="Add a preference by hand",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = PreferenceInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row, created = preferences.preference_add_manual(user=subject_user(request), **serializer.validated_data)
+        return Response(
+            PreferenceOutputSerializer(row).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class PreferenceCheckInApi(APIView):
+    @extend_schema(responses=PreferencesOutputSerializer, summary="Preferences that faded: are these still accurate?")
+    def get(self, request: Request) -> Response:
+        rows = selectors.preference_check_in_list(user=subject_user(request))
+        return Response({"preferences": PreferenceOutputSerializer(rows, many=True).data})
+
+
+class PreferenceToggleApi(APIView):
+    @extend_schema(
+        request=ToggleInputSerializer, responses=PreferenceOutputSerializer, summary="Switch a preference on or off"
+    )
+    def patch(self, request: Request, preference_id: int) -> Response:
+        preference = selectors.preference_get(user=subject_user(request), preference_id=preference_id)
+        if preference is None:
+            raise NotFound("No such preference.")
+        serializer = ToggleInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row = preferences.preference_set_active(preference=preference, active=serializer.validated_data["active"])
+        return Response(PreferenceOutputSerializer(row).data)
+
+
+class PreferenceDetailApi(APIView):
+    @extend_schema(request=None, responses={204: None}, summary="Forget a preference")
+    def delete(self, request: Request, preference_id: int) -> Response:
+        preference = selectors.preference_get(user=subject_user(request), preference_id=preference_id)
+        if preference is None:
+            raise NotFound("No such preference.")
+        preferences.preference_delete(preference=preference)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,153 @@
+"""Taste: a tool's runs, the user's decision on each output, and the patterns learned from them."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+from config.api import StrictCharField, StrictInputSerializer
+from feedback.conf import feedback_settings
+from learning import selectors
+from learning.apis.common import project_of_user, subject_user
+from learning.conf import learning_settings
+from learning.context.render import notice
+from learning.services import taste
+
+
+class TastePatternOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    plugin = serializers.CharField()
+    command = serializers.CharField(allow_null=True)
+    correction_type = serializers.CharField()
+    direction = serializers.CharField()
+    description = serializers.CharField()
+    instruction = serializers.CharField()
+    notice = serializers.SerializerMethodField()
+    confidence = serializers.FloatField()
+    observations = serializers.IntegerField()
+    confirmations = serializers.IntegerField()
+    rejections = serializers.IntegerField()
+    consecutive_rejections = serializers.IntegerField()
+    status = serializers.CharField()
+    rejected_reason = serializers.CharField()
+    evidence = serializers.JSONField()
+    last_applied_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    def get_notice(self, pattern) -> str:
+        return notice(pattern.instruction)
+
+
+class TastePatternsOutputSerializer(serializers.Serializer):
+    taste_patterns = TastePatternOutputSerializer(many=True)
+
+
+class TastePatternListApi(APIView):
+    @extend_schema(responses=TastePatternsOutputSerializer, summary="Your taste patterns, applied ones first")
+    def get(self, request: Request) -> Response:
+        rows = selectors.taste_pattern_list(user=subject_user(request))
+        return Response({"taste_patterns": TastePatternOutputSerializer(rows, many=True).data})
+
+
+class TastePatternStopApi(APIView):
+    @extend_schema(request=None, responses=TastePatternOutputSerializer, summary='"Stop applying this"')
+    def post(self, request: Request, pattern_id: int) -> Response:
+        pattern = taste.taste_pattern_stop(user=subject_user(request), pattern_id=pattern_id)
+        return Response(TastePatternOutputSerializer(pattern).data)
+
+
+class CommandRunInputSerializer(StrictInputSerializer):
+    plugin = StrictCharField(max_length=100)
+    command = StrictCharField(max_length=100)
+    parameters = serializers.DictField(required=False, default=dict)
+    output = StrictCharField(
+        max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, allow_blank=True, trim_whitespace=False
+    )
+    project = StrictCharField(required=False, allow_blank=True, max_length=100)
+    session_id = StrictCharField(required=False, allow_blank=True, max_length=255)
+
+
+class CommandRunOutputSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    applied = TastePatternOutputSerializer(many=True, help_text="The taste patterns applied to this run.")
+    notices = serializers.ListField(child=serializers.CharField(), help_text="Show these to the user.")
+
+
+class CommandRunApi(APIView):
+    @extend_schema(
+        request=CommandRunInputSerializer,
+        responses={201: CommandRunOutputSerializer},
+        summary="Record a run of a tool (post_command); returns the taste patterns applied to it",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = CommandRunInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        user = subject_user(request)
+        result = taste.command_run_record(
+            actor=Actor.from_request(request),
+            user=user,
+            plugin=data["plugin"],
+            command=data["command"],
+            output=data["output"],
+            parameters=data["parameters"],
+            project=project_of_user(user, data.get("project")),
+            session_id=data.get("session_id", ""),
+        )
+        body = {
+            "run_id": result.run_id,
+            "applied": result.applied,
+            "notices": [notice(p.instruction) for p in result.applied],
+        }
+        return Response(CommandRunOutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class CommandDecisionInputSerializer(StrictInputSerializer):
+    run_id = serializers.UUIDField()
+    decision = serializers.ChoiceField(choices=taste.DECISIONS)
+    edited_output = StrictCharField(
+        required=False, allow_blank=True, max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
+    )
+    parameters = serializers.DictField(required=False)
+    reason = StrictCharField(required=False, allow_blank=True, max_length=feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
+
+
+class CorrectionOutputSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    direction = serializers.CharField()
+    detail = serializers.DictField()
+
+
+class CommandDecisionOutputSerializer(serializers.Serializer):
+    decision = serializers.CharField()
+    corrections = CorrectionOutputSerializer(many=True, help_text="What the edit changed, derived from the texts.")
+    confirmed = serializers.ListField(child=serializers.IntegerField())
+    overridden = serializers.ListField(child=serializers.IntegerField())
+    rejected = serializers.ListField(child=serializers.IntegerField())
+    patterns = TastePatternOutputSerializer(many=True, help_text="Patterns this decision created or updated.")
+
+
+class CommandDecisionApi(APIView):
+    @extend_schema(
+        request=CommandDecisionInputSerializer,
+        responses={201: CommandDecisionOutputSerializer},
+        summary="Record what the user did with a run's output (decision_point)",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = CommandDecisionInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        result = taste.command_decision_record(
+            actor=Actor.from_request(request),
+            user=subject_user(request),
+            run_id=str(data["run_id"]),
+            decision=data["decision"],
+            edited_output=data.get("edited_output"),
+            parameters=data.get("parameters"),
+            reason=data.get("reason", ""),
+        )
+        return Response(CommandDecisionOutputSerializer(result).data, status=status.HTTP_201_CREATED)

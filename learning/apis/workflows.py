@@ -1,0 +1,66 @@
+"""The user's learned workflows: list, switch on or off, forget."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from learning import selectors
+from learning.apis.common import ToggleInputSerializer, subject_user
+from learning.services import workflows
+
+
+class WorkflowOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    workflow_name = serializers.CharField()
+    trigger_pattern = serializers.CharField()
+    learned_steps = serializers.JSONField()
+    preferred_output = serializers.CharField()
+    example_input = serializers.CharField()
+    example_output = serializers.CharField()
+    times_detected = serializers.IntegerField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    confidence = serializers.FloatField()
+    active = serializers.BooleanField()
+
+
+class WorkflowsOutputSerializer(serializers.Serializer):
+    workflows = WorkflowOutputSerializer(many=True)
+
+
+class WorkflowListApi(APIView):
+    @extend_schema(responses=WorkflowsOutputSerializer, summary="Your learned workflows")
+    def get(self, request: Request) -> Response:
+        rows = selectors.workflow_list(user=subject_user(request))
+        return Response({"workflows": WorkflowOutputSerializer(rows, many=True).data})
+
+
+class WorkflowToggleApi(APIView):
+    @extend_schema(
+        request=ToggleInputSerializer, responses=WorkflowOutputSerializer, summary="Switch a workflow on or off"
+    )
+    def patch(self, request: Request, workflow_id: int) -> Response:
+        workflow = selectors.workflow_get(user=subject_user(request), workflow_id=workflow_id)
+        if workflow is None:
+            raise NotFound("No such workflow.")
+        serializer = ToggleInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(
+            WorkflowOutputSerializer(
+                workflows.workflow_set_active(workflow=workflow, active=serializer.validated_data["active"])
+            ).data
+        )
+
+
+class WorkflowDetailApi(APIView):
+    @extend_schema(request=None, responses={204: None}, summary="Forget a workflow")
+    def delete(self, request: Request, workflow_id: int) -> Response:
+        workflow = selectors.workflow_get(user=subject_user(request), workflow_id=workflow_id)
+        if workflow is None:
+            raise NotFound("No such workflow.")
+        workflows.workflow_delete(workflow=workflow)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,147 @@
+"""Building a context: everything learned that applies to one LLM call.
+
+Runs on the request path, so it does no model work and reads a cached snapshot (``cache``): the
+workflow matching the current message is chosen by word overlap with each workflow's trigger and
+example (learned workflows are few per user); embedding similarity is used where the analysis
+runs, in the worker. Building writes nothing: recording the injections is
+``learning.services.usages.usages_record``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from accounts.models import User
+from accounts.selectors import project_ids_for_user
+from core.text import lexical_similarity, normalise
+from learning.conf import learning_settings
+from learning.context.cache import context_versions, shared_ingredients, user_ingredients
+from learning.context.render import context_render
+
+
+@dataclass
+class Context:
+    preferences: list[dict[str, Any]] = field(default_factory=list)
+    workflow: dict[str, Any] | None = None
+    taste_patterns: list[dict[str, Any]] = field(default_factory=list)
+    agent_learnings: list[dict[str, Any]] = field(default_factory=list)
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    task_examples: list[dict[str, Any]] = field(default_factory=list)
+    text: str = ""
+    enabled: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "preferences": self.preferences,
+            "workflow": self.workflow,
+            "taste_patterns": self.taste_patterns,
+            "agent_learnings": self.agent_learnings,
+            "memories": self.memories,
+            "task_examples": self.task_examples,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where the context goes: which project, surface, plugin/command and tool."""
+
+    project_id: int | None = None
+    surface: str = "chat"
+    plugin: str = ""
+    command: str = ""
+    tool_name: str = ""
+
+
+def _in_scope(item: dict[str, Any], scope: Scope) -> bool:
+    return item["project"] is None or item["project"] == scope.project_id
+
+
+def context_build(*, user: User, message: str | None = None, scope: Scope | None = None) -> Context:
+    """Everything learned that applies to this call, within ``CONTEXT_MAX_CHARS``: active
+    preferences, the workflow the message matches, the taste patterns of the plugin/command (each
+    with its notice), agent learnings scoped to the project and tool, the memories the user may see,
+    and, for task generation, up to three approved task examples. ``scope.project_id`` counts only
+    for the project's members (and staff); for anyone else it is ignored. Writes
+    nothing: the caller records the injections (``learning.services.usages.usages_record``)."""
+    if not learning_settings.REGGIE_PREFERENCE_LEARNING:
+        return Context(enabled=False)
+    scope = scope or Scope()
+    versions = context_versions(user_id=user.pk)
+    ingredients = user_ingredients(user=user, versions=versions)
+    if (
+        scope.project_id is not None
+        and not user.is_staff
+        and scope.project_id not in ingredients["project_ids"]
+        and not project_ids_for_user(user=user).filter(project_id=scope.project_id).exists()
+    ):
+        # Project memories, agent learnings and task examples reach the project's members only,
+        # whoever named the project. Members are found in the cached ingredients; a project not
+        # there is checked live (a member added since the cache was filled), so nobody waits for it.
+        scope = replace(scope, project_id=None)
+    shared = shared_ingredients(versions=versions)
+    context = Context(preferences=list(ingredients["preferences"]))
+    best = learning_settings.WORKFLOW_CONTEXT_MIN_SIMILARITY
+    workflow = None
+    if message:
+        for candidate in ingredients["workflows"]:
+            similarity = max(
+                lexical_similarity(message, candidate["trigger_pattern"]),
+                lexical_similarity(message, candidate["example_input"]),
+            )
+            if similarity >= best:
+                best, workflow = similarity, candidate
+    if workflow is not None:
+        context.workflow = {
+            "id": workflow["id"],
+            "workflow_name": workflow["workflow_name"],
+            "trigger_pattern": workflow["trigger_pattern"],
+            "preferred_output": workflow["preferred_output"],
+            "confidence": round(workflow["confidence"], 3),
+            "similarity": round(best, 3),
+        }
+    if scope.plugin:
+        context.taste_patterns = [
+            p
+            for p in ingredients["taste_patterns"]
+            if p["plugin"] == scope.plugin and p["command"] in (None, scope.command)
+        ][: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
+    context.agent_learnings = [
+        a for a in shared["agent_learnings"] if _in_scope(a, scope) and a["tool_name"] in ("", scope.tool_name)
+    ][: learning_settings.CONTEXT_MAX_AGENT_LEARNINGS]
+    own = ingredients["memories"]
+    seen = {normalise(m["content"]) for m in own}
+    visible_shared = []
+    for memory in shared["memories"]:
+        # Team memories reach everyone; project memories only inside their project.
+        if memory["visibility"] == "project" and (scope.project_id is None or memory["project"] != scope.project_id):
+            continue
+        normalised = normalise(memory["content"])
+        if normalised not in seen:
+            seen.add(normalised)
+            visible_shared.append(memory)
+    context.memories = own + visible_shared[: learning_settings.CONTEXT_MAX_MEMORIES]
+    if scope.surface == "task_generation":
+        context.task_examples = [t for t in shared["task_examples"] if _in_scope(t, scope)][
+            : learning_settings.CONTEXT_MAX_TASK_EXAMPLES
+        ]
+
+    # Trim to the budget, least essential first; the taste notices go last (they say what is applied).
+    trim_order = ("memories", "task_examples", "agent_learnings", "preferences", "workflow", "taste_patterns")
+    while True:
+        context.text = "\n\n".join(context_render(context))
+        if len(context.text) <= learning_settings.CONTEXT_MAX_CHARS:
+            break
+        for name in trim_order:
+            value = getattr(context, name)
+            if isinstance(value, list) and value:
+                value.pop()
+                break
+            if name == "workflow" and value is not None:
+                context.workflow = None
+                break
+        else:
+            break
+    return context
