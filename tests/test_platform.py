@@ -14,6 +14,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey, User
+from config.celery import app
 from feedback.models import FeedbackEvent, TaskFeedback
 from learning.models import LearnedWorkflow, Preference
 
@@ -31,8 +32,6 @@ def test_healthz_reports_database_and_eager_broker(db):
 
 @override_settings(CELERY_TASK_ALWAYS_EAGER=False)
 def test_healthz_is_503_when_the_broker_is_down(db, monkeypatch):
-    from config.celery import app
-
     # Celery reads CELERY_BROKER_URL from the environment before its own settings.
     monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")
     monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
@@ -65,10 +64,7 @@ def test_home_page(db):
 
 
 def test_admin_shows_events_read_only(world):
-    from django.test import Client
-
-    client = Client()
-    client.force_login(world.admin)
+    client = world.session_client("admin")
     assert client.get("/admin/feedback/feedbackevent/").status_code == 200
     assert client.get("/admin/feedback/feedbackevent/add/").status_code == 403
     assert client.get("/admin/accounts/apikey/").status_code == 200

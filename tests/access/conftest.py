@@ -25,6 +25,7 @@ from tests.factories import (
     TaskFeedbackFactory,
     TastePatternFactory,
 )
+from tests.learning.conftest import command_run
 
 # Who calls: "acting" is the service key naming the owner with X-On-Behalf-Of.
 CALLERS = ("anonymous", "owner", "other", "member", "admin", "service", "acting")
@@ -57,14 +58,6 @@ def _promotion(world: World, status: str) -> str:
     return str(promotion.pk)
 
 
-def _owner_run(world: World) -> str:
-    """The owner's command run, recorded through the API as a plugin would."""
-    body = {"plugin": "email", "command": "draft", "output": "Hi team, the report is attached."}
-    response = world.client("owner").post("/api/v1/commands/runs", body, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()["run_id"]
-
-
 @pytest.fixture
 def access_world(world: World) -> AccessWorld:
     owner, project = world.owner, world.project
@@ -90,6 +83,6 @@ def access_world(world: World) -> AccessWorld:
         "approved": _promotion(world, PromotionStatus.APPROVED),
         "applied": _promotion(world, PromotionStatus.APPLIED),
         "paused": _promotion(world, PromotionStatus.PAUSED),
-        "run": _owner_run(world),
+        "run": command_run(world.client("owner"), output="Hi team, the report is attached.")["run_id"],
     }
     return AccessWorld(world=world, ids={name: str(value) for name, value in ids.items()})

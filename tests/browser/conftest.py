@@ -22,7 +22,7 @@ def browser():
         if os.environ.get("CI") == "true":
             pytest.fail(f"Chromium is required in CI but {CHROMIUM} is missing (.ci/run installs it)")
         pytest.skip(f"no Chromium at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415  # heavy optional dependency, browser runs only
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(

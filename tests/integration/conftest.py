@@ -15,6 +15,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+import redis
+from django.db import connection
+
+from config.celery import app
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = os.environ.get("REQUIRE_SERVICES") == "1"
@@ -29,8 +33,6 @@ def need(ok: bool, what: str) -> None:
 
 
 def _redis_up(url: str) -> bool:
-    import redis
-
     try:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=2).ping())
     except redis.RedisError:
@@ -47,8 +49,6 @@ def broker_url() -> str:
 
 @pytest.fixture(scope="session")
 def postgres(django_db_setup, django_db_blocker) -> dict:
-    from django.db import connection
-
     need(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL=postgres://...)")
     return dict(connection.settings_dict)
 
@@ -65,8 +65,6 @@ def _database_url(settings_dict: dict) -> str:
 @pytest.fixture(scope="session")
 def celery_worker(postgres, broker_url):
     """A real ``celery worker`` process on the test database, consuming a queue of its own."""
-    from config.celery import app
-
     queue = f"test-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
@@ -124,8 +122,6 @@ def celery_worker(postgres, broker_url):
 @pytest.fixture
 def real_broker(celery_worker, settings):
     """Send tasks to the real broker (not eagerly), on the worker's queue, for one test."""
-    from config.celery import app
-
     settings.CELERY_TASK_ALWAYS_EAGER = False
     saved = (app.conf.task_always_eager, app.conf.task_default_queue)
     app.conf.task_always_eager = False
