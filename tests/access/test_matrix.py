@@ -77,6 +77,8 @@ def test_access(access_world: AccessWorld, op: Op, caller: str, django_capture_o
         items = body[op.sees.key] if op.sees.key else body
         found = {str(item[op.sees.field]) for item in items}
         assert (access_world.ids[op.sees.item] in found) == (expected == SEES), (op.name, caller, found)
+    if response.status_code == 401:  # no credentials: a challenge naming the scheme, never a bare 403
+        assert response["WWW-Authenticate"] == 'Bearer realm="api"'
     if response.status_code >= 400:
         assert "error" in response.json(), response.content
         assert database_state() == before, f"{op.name} refused to {caller} but wrote"
