@@ -65,7 +65,7 @@ CASES = [pytest.param(op, caller, id=f"{op.name} as {caller}") for op in OPERATI
 
 
 @pytest.mark.parametrize(("op", "caller"), CASES)
-def test_access(access_world: AccessWorld, op: Op, caller: str, django_capture_on_commit_callbacks):
+def test_access(access_world: AccessWorld, op: Op, caller: str):
     expected = op.expect[caller]
     before = database_state()
     response = call(access_world.client(caller), op, access_world.ids)
