@@ -1,4 +1,5 @@
-"""Shared fixtures: the roles of the access rules, each with an authenticated client."""
+"""Shared fixtures: the roles of the access rules, each with an authenticated client, and the
+embedding model loaded once."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 from django.core.cache import cache
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts import authentication
@@ -13,7 +15,18 @@ from accounts.actors import Actor
 from accounts.models import ApiKey, Project, User
 from accounts.selectors import auth_cache_clear
 from accounts.services import api_key_create
+from core.embeddings import LocalEmbedder, OpenAIEmbedder, get_embedder
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+
+def bearer_client(raw_key: str, *, on_behalf_of: str | None = None) -> APIClient:
+    """An API client sending ``Authorization: Bearer <raw_key>`` (and ``X-On-Behalf-Of``, if given)."""
+    client = APIClient()
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {raw_key}"}
+    if on_behalf_of is not None:
+        headers["HTTP_X_ON_BEHALF_OF"] = on_behalf_of
+    client.credentials(**headers)
+    return client
 
 
 @dataclass
@@ -31,14 +44,14 @@ class World:
 
     def client(self, role: str, *, on_behalf_of: str | None = None) -> APIClient:
         """An API client authenticated as ``anonymous``, ``owner``, ``member``, ``other``, ``admin`` or ``service``."""
-        client = APIClient()
         if role == "anonymous":
-            return client
-        raw = self.service_raw if role == "service" else self.keys[role]
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
-        if on_behalf_of is not None:
-            headers["HTTP_X_ON_BEHALF_OF"] = on_behalf_of
-        client.credentials(**headers)
+            return APIClient()
+        return bearer_client(self.service_raw if role == "service" else self.keys[role], on_behalf_of=on_behalf_of)
+
+    def session_client(self, role: str) -> Client:
+        """A browser-like client signed in as the role's user (the console and the admin pages)."""
+        client = Client()
+        client.force_login(getattr(self, role))
         return client
 
     def actor(self, role: str) -> Actor:
@@ -62,6 +75,12 @@ def world(db) -> World:
         keys[user.username] = raw
     service_key, service_raw = api_key_create(owner=admin, name="backend", kind=ApiKey.Kind.SERVICE)
     return World(project, owner, member, other, admin, service_key, service_raw, keys)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder | OpenAIEmbedder:
+    """The embedding model, loaded once per session before any test's clock starts."""
+    return get_embedder()
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.test import Client, override_settings
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey, User
@@ -64,8 +64,7 @@ def test_home_page(db):
 
 
 def test_admin_shows_events_read_only(world):
-    client = Client()
-    client.force_login(world.admin)
+    client = world.session_client("admin")
     assert client.get("/admin/feedback/feedbackevent/").status_code == 200
     assert client.get("/admin/feedback/feedbackevent/add/").status_code == 403
     assert client.get("/admin/accounts/apikey/").status_code == 200

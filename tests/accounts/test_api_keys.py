@@ -152,8 +152,8 @@ def test_mark_used_task_never_moves_backwards(world):
 
 
 def test_anonymous_cannot_manage_keys(world):
-    assert world.client("anonymous").get(KEYS).status_code in (401, 403)
-    assert world.client("anonymous").post(KEYS, {"name": "x"}, format="json").status_code in (401, 403)
+    assert world.client("anonymous").get(KEYS).status_code == 401
+    assert world.client("anonymous").post(KEYS, {"name": "x"}, format="json").status_code == 401
 
 
 def test_owner_creates_lists_and_revokes_their_key(world):

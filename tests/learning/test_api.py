@@ -277,8 +277,8 @@ def test_context_get_with_a_response_id_is_refused_and_says_to_post(world, owner
 @pytest.mark.parametrize("mount", MOUNTS)
 def test_context_needs_a_caller(world, owner_prefs, mount):
     anonymous = world.client("anonymous")
-    assert anonymous.get(f"{mount}/context").status_code in (401, 403)
-    assert anonymous.post(f"{mount}/context", {"response_id": "resp-1"}, format="json").status_code in (401, 403)
+    assert anonymous.get(f"{mount}/context").status_code == 401
+    assert anonymous.post(f"{mount}/context", {"response_id": "resp-1"}, format="json").status_code == 401
     assert not LearningUsage.objects.exists()
 
 

@@ -15,8 +15,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from feedback.models import FeedbackEvent
 from feedback.services.events import EventInput, event_record
-from learning.services import taste
 from learning.models import AgentLearning, CommandDecision, CommandRun, Memory
+from learning.services import taste
 from tests.taste.test_taste_api import DECISIONS, REPORT, WITHOUT_NEXT_STEPS, decide, learn_section_pattern, run
 
 pytestmark = pytest.mark.django_db

@@ -82,7 +82,7 @@ def test_run_anonymous_is_refused(world):
     response = world.client("anonymous").post(
         RUNS, {"plugin": "email", "command": "draft", "output": "x"}, format="json"
     )
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401
     assert FeedbackEvent.objects.count() == 0
 
 
@@ -225,7 +225,7 @@ def test_markup_in_a_plugin_name_is_stored_verbatim_and_returned_as_data(world):
 def test_decision_anonymous_is_refused(world):
     run_id = owner_run_id(world)
     response = world.client("anonymous").post(DECISIONS, {"run_id": run_id, "decision": "accepted"}, format="json")
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401
     assert decisions() == 0
 
 
@@ -416,7 +416,7 @@ def test_patterns_are_per_user_and_per_command(world):
 
 def test_pattern_list_access(world):
     pattern = learn_section_pattern(world)
-    assert world.client("anonymous").get(PATTERNS).status_code in (401, 403)
+    assert world.client("anonymous").get(PATTERNS).status_code == 401
     assert [p["id"] for p in world.client("owner").get(PATTERNS).json()["taste_patterns"]] == [pattern.pk]
     assert world.client("other").get(PATTERNS).json() == {"taste_patterns": []}
     assert world.client("admin").get(PATTERNS).json() == {"taste_patterns": []}
@@ -441,7 +441,7 @@ def stop_url(pattern: TastePattern) -> str:
 
 def test_stop_anonymous_is_refused(world):
     pattern = learn_section_pattern(world)
-    assert world.client("anonymous").post(stop_url(pattern)).status_code in (401, 403)
+    assert world.client("anonymous").post(stop_url(pattern)).status_code == 401
     pattern.refresh_from_db()
     assert pattern.status == "candidate"
 
@@ -571,7 +571,7 @@ def test_chat_stop_phrase_ignores_a_pattern_never_applied(world):
 
 def test_chat_message_access(world):
     body = {"session_id": "s-1", "content": "stop applying this"}
-    assert world.client("anonymous").post(MESSAGES, body, format="json").status_code in (401, 403)
+    assert world.client("anonymous").post(MESSAGES, body, format="json").status_code == 401
     assert_error(world.client("service").post(MESSAGES, body, format="json"), 400, "X-On-Behalf-Of")
 
 
@@ -582,7 +582,7 @@ def test_context_access(world):
     pattern = learn_section_pattern(world)
     line = f'[Intel] Applying learned preference: "{pattern.instruction}"'
     query = {"plugin": "email", "command": "draft", "surface": "command"}
-    assert world.client("anonymous").get(CONTEXT, query).status_code in (401, 403)
+    assert world.client("anonymous").get(CONTEXT, query).status_code == 401
     assert_error(world.client("service").get(CONTEXT, query), 400, "X-On-Behalf-Of")
     assert line in context(world.client("owner"))["text"]
     assert line in context(world.client("service", on_behalf_of="ext-owner"))["text"]

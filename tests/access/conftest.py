@@ -1,0 +1,90 @@
+"""The world the access matrix runs in: the roles of tests/conftest.py, and one of each thing the
+API serves, owned by ``owner`` (project-scoped ones in the owner's project, ``apollo``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from accounts.models import ApiKey
+from feedback.models import EventFamily
+from promotions.models import PromotionStatus
+from tests.conftest import World
+from tests.factories import (
+    ChunkFactory,
+    DocumentFactory,
+    FeedbackEventFactory,
+    LearnedWorkflowFactory,
+    LearningPromotionFactory,
+    MemoryFactory,
+    PreferenceFactory,
+    RetrievalFeedbackFactory,
+    ScanRunFactory,
+    TaskFeedbackFactory,
+    TastePatternFactory,
+)
+from tests.learning.conftest import command_run
+
+# Who calls: "acting" is the service key naming the owner with X-On-Behalf-Of.
+CALLERS = ("anonymous", "owner", "other", "member", "admin", "service", "acting")
+
+
+@dataclass
+class AccessWorld:
+    world: World
+    ids: dict[str, str]  # what a route's {placeholder} is filled with
+
+    def client(self, caller: str) -> APIClient:
+        if caller == "acting":
+            return self.world.client("service", on_behalf_of=self.world.owner.external_id)
+        return self.world.client(caller)
+
+
+def _promotion(world: World, status: str) -> str:
+    """A task-example promotion in ``status``, about a rating of its own (open ones are one per subject)."""
+    task = TaskFeedbackFactory(user=world.owner, project=world.project, promoted=status == PromotionStatus.APPLIED)
+    applied = status in (PromotionStatus.APPLIED, PromotionStatus.PAUSED)
+    promotion = LearningPromotionFactory(
+        status=status,
+        subject_id=str(task.pk),
+        project=world.project,
+        proposed_learning={"title": task.task_snapshot["title"], "description": "Do it."},
+        applied_at=timezone.now() if applied else None,
+        destination_table="ai_task_feedback" if applied else "",
+        destination_record_id=str(task.pk) if applied else "",
+    )
+    return str(promotion.pk)
+
+
+@pytest.fixture
+def access_world(world: World) -> AccessWorld:
+    owner, project = world.owner, world.project
+    chunk = ChunkFactory(document=DocumentFactory(id="apollo-doc", project=project))
+    result = RetrievalFeedbackFactory(trace__user=owner, trace__project=project, chunk=chunk)
+    ids = {
+        "preference": PreferenceFactory(user=owner).pk,
+        "workflow": LearnedWorkflowFactory(user=owner).pk,
+        "memory": MemoryFactory(owner=owner).pk,
+        "taste_pattern": TastePatternFactory(user=owner).pk,
+        # A project event members may read, and a private one only its owner (and admins) may.
+        "event": FeedbackEventFactory(user=owner, project=project).pk,
+        "private_event": FeedbackEventFactory(
+            user=owner, project=project, private=True, event_family=EventFamily.USER_PREFERENCE
+        ).pk,
+        "task": TaskFeedbackFactory(user=owner, project=project).pk,
+        "owner_key": ApiKey.objects.filter(owner=owner).get().pk,
+        "user_id": owner.pk,
+        "project": project.slug,
+        "trace": result.trace_id,
+        "chunk": chunk.chunk_id,
+        "candidate": _promotion(world, PromotionStatus.CANDIDATE),
+        "approved": _promotion(world, PromotionStatus.APPROVED),
+        "applied": _promotion(world, PromotionStatus.APPLIED),
+        "paused": _promotion(world, PromotionStatus.PAUSED),
+        "scan": ScanRunFactory(requested_by=world.admin).pk,
+        "run": command_run(world.client("owner"), output="Hi team, the report is attached.")["run_id"],
+    }
+    return AccessWorld(world=world, ids={name: str(value) for name, value in ids.items()})
