@@ -9,9 +9,18 @@ import pytest
 from rest_framework.test import APIClient
 
 from learning.analyzer.local import LocalAnalyzer, get_local_analyzer
-from learning.services import messages
+from learning.models import TastePattern
+from learning.services import messages, taste
 
 RUNS, DECISIONS, CONTEXT = "/api/v1/commands/runs", "/api/v1/commands/decisions", "/api/v1/context"
+# Long enough that dropping the short last section is no length direction: the section is the only one.
+REPORT = (
+    "## Summary\nThe launch is on track for the second week of March. "
+    + "The team reviewed the quarterly numbers, agreed the budget and confirmed the suppliers. " * 4
+    + "\n\n## Risks\nSupplier delays could push the date by a week.\n\n"
+    "## Next Steps\nBook the venue."
+)
+WITHOUT_NEXT_STEPS = REPORT.split("\n\n## Next Steps")[0]
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +43,9 @@ def observe(analyzer, django_capture_on_commit_callbacks):
     return run
 
 
-def command_run(client: APIClient, *, output: str, plugin: str = "email", command: str = "draft", **extra: Any) -> dict:
+def command_run(
+    client: APIClient, *, output: str = REPORT, plugin: str = "email", command: str = "draft", **extra: Any
+) -> dict:
     """Record a run of plugin/command (201 expected); the response body."""
     body = {"plugin": plugin, "command": command, "output": output, **extra}
     response = client.post(RUNS, body, format="json")
@@ -54,3 +65,22 @@ def context_of(client: APIClient, **params: Any) -> dict:
     response = client.get(CONTEXT, params)
     assert response.status_code == 200, response.content
     return response.json()
+
+
+def assert_error(response, status: int, field: str) -> dict:
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert set(error) == {"code", "message", "fields"}
+    assert field in error["fields"], error
+    return error
+
+
+def learn_section_pattern(world, role="owner", *, plugin="email", command="draft") -> TastePattern:
+    """Three edits that drop the Next Steps section, through the services: one candidate pattern."""
+    user, actor = getattr(world, role), world.actor(role)
+    for _ in range(3):
+        ran = taste.command_run_record(actor=actor, user=user, plugin=plugin, command=command, output=REPORT)
+        taste.command_decision_record(
+            actor=actor, user=user, run_id=ran.run_id, decision="edited", edited_output=WITHOUT_NEXT_STEPS
+        )
+    return TastePattern.objects.get(user=user, plugin=plugin, command=command, direction="removed:next steps")

@@ -19,7 +19,8 @@ from promotions.models import LearningPromotion
 from promotions.scanners.agent_learning import agent_learning_scan
 from promotions.scanners.task_example import task_example_scan
 from tests.concurrency import at_once
-from tests.taste.test_taste_api import DECISIONS, REPORT, learn_section_pattern, run
+from tests.learning.conftest import DECISIONS, REPORT, learn_section_pattern
+from tests.learning.conftest import command_run as run
 
 EVENTS = "/api/v1/feedback/events"
 

@@ -17,7 +17,9 @@ from feedback.models import FeedbackEvent
 from feedback.services.events import EventInput, event_record
 from learning.models import AgentLearning, CommandDecision, CommandRun, Memory
 from learning.services import taste
-from tests.taste.test_taste_api import DECISIONS, REPORT, WITHOUT_NEXT_STEPS, decide, learn_section_pattern, run
+from tests.learning.conftest import DECISIONS, REPORT, WITHOUT_NEXT_STEPS, learn_section_pattern
+from tests.learning.conftest import command_decide as decide
+from tests.learning.conftest import command_run as run
 
 pytestmark = pytest.mark.django_db
 

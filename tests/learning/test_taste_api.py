@@ -12,61 +12,30 @@ import pytest
 from feedback.models import FeedbackEvent
 from learning.models import TastePattern
 from learning.services import taste
-
-RUNS, DECISIONS, PATTERNS = "/api/v1/commands/runs", "/api/v1/commands/decisions", "/api/v1/taste-patterns"
-CONTEXT, MESSAGES = "/api/v1/context", "/api/v1/messages"
-# Long enough that dropping the short last section is no length direction: the section is the only one.
-REPORT = (
-    "## Summary\nThe launch is on track for the second week of March. "
-    + "The team reviewed the quarterly numbers, agreed the budget and confirmed the suppliers. " * 4
-    + "\n\n## Risks\nSupplier delays could push the date by a week.\n\n"
-    "## Next Steps\nBook the venue."
+from tests.learning.conftest import (
+    CONTEXT,
+    DECISIONS,
+    REPORT,
+    RUNS,
+    WITHOUT_NEXT_STEPS,
+    assert_error,
+    context_of,
+    learn_section_pattern,
 )
-WITHOUT_NEXT_STEPS = REPORT.split("\n\n## Next Steps")[0]
+from tests.learning.conftest import command_decide as decide
+from tests.learning.conftest import command_run as run
+
+PATTERNS, MESSAGES = "/api/v1/taste-patterns", "/api/v1/messages"
 
 pytestmark = pytest.mark.django_db
 
 
-def run(client, *, plugin="email", command="draft", output=REPORT, **extra) -> dict:
-    body = {"plugin": plugin, "command": command, "output": output, **extra}
-    response = client.post(RUNS, body, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def decide(client, run_id: str, decision: str, **extra) -> dict:
-    response = client.post(DECISIONS, {"run_id": run_id, "decision": decision, **extra}, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
 def context(client, plugin="email", command="draft") -> dict:
-    response = client.get(CONTEXT, {"plugin": plugin, "command": command, "surface": "command"})
-    assert response.status_code == 200, response.content
-    return response.json()
+    return context_of(client, plugin=plugin, command=command, surface="command")
 
 
 def decisions() -> int:
     return FeedbackEvent.objects.filter(event_type="decision_point").count()
-
-
-def assert_error(response, status: int, field: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert set(error) == {"code", "message", "fields"}
-    assert field in error["fields"], error
-    return error
-
-
-def learn_section_pattern(world, role="owner", *, plugin="email", command="draft") -> TastePattern:
-    """Three edits that drop the Next Steps section, through the services: one candidate pattern."""
-    user, actor = getattr(world, role), world.actor(role)
-    for _ in range(3):
-        ran = taste.command_run_record(actor=actor, user=user, plugin=plugin, command=command, output=REPORT)
-        taste.command_decision_record(
-            actor=actor, user=user, run_id=ran.run_id, decision="edited", edited_output=WITHOUT_NEXT_STEPS
-        )
-    return TastePattern.objects.get(user=user, plugin=plugin, command=command, direction="removed:next steps")
 
 
 def owner_run_id(world) -> str:
