@@ -28,10 +28,16 @@ class AnalyzerInput:
 
 @dataclass(frozen=True)
 class PreferenceFinding:
+    """A standing preference, open-ended: ``description`` is what the user asked for, in their
+    terms ("Answer in Spanish."); ``axis`` places it on a canonical axis ("length:short",
+    "tone:formal"...) when it lies on one, only to detect contradictions; ``preference`` is a
+    stable key the storing service derives (paraphrases of one preference share it)."""
+
     category: str
-    preference: str  # slug
+    preference: str  # the key; the analyzer may leave it empty for the service to derive
     description: str
     confidence: float
+    axis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,7 @@ class Analysis:
     confidence: float = 0.0
     reasoning: str = ""
     analyzer: str = ""
+    steering: bool = False  # the message tries to steer the assistant or other users: never learned
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
