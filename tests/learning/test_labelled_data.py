@@ -1,0 +1,233 @@
+"""Schema and coverage checks for the analyzer's labelled data (learning/analyzer/data/).
+
+Pure file checks: no database, no analyzer. See learning/analyzer/data/README.md for the labelling rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "learning" / "analyzer" / "data"
+MESSAGES = DATA / "labelled_messages.jsonl"
+WORKFLOWS = DATA / "workflow_sessions.jsonl"
+OLD_SET = ROOT / "tests" / "data" / "analyzer_labelled.jsonl"
+
+TYPES = {"preference", "correction", "pain_point", "memory", "none"}
+CATEGORIES = {"tone", "length", "format", "expertise", "output", "behavior"}
+DOMAINS = {
+    "customer support",
+    "software",
+    "healthcare",
+    "sales",
+    "personal",
+    "education",
+    "legal",
+    "finance",
+    "construction",
+    "hr",
+    "marketing",
+    "research",
+    "travel",
+    "cooking",
+    "other",
+}
+# Each canonical axis belongs to exactly one category.
+AXES = {
+    "length:short": "length",
+    "length:long": "length",
+    "tone:formal": "tone",
+    "tone:casual": "tone",
+    "expertise:basic": "expertise",
+    "expertise:expert": "expertise",
+    "format:bullets": "format",
+    "format:prose": "format",
+    "format:table": "format",
+    "followups:ask": "behavior",
+    "followups:none": "behavior",
+}
+MESSAGE_KEYS = {
+    "id",
+    "text",
+    "type",
+    "category",
+    "instruction",
+    "key",
+    "axis",
+    "previous_assistant",
+    "recent",
+    "domain",
+    "steering",
+    "family",
+    "hard_negative",
+}
+MIN_PER_TYPE = {"preference": 150, "correction": 70, "pain_point": 70, "memory": 80, "none": 120}
+
+
+def _load(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def messages() -> list[dict]:
+    return _load(MESSAGES)
+
+
+@pytest.fixture(scope="module")
+def sessions() -> list[dict]:
+    return _load(WORKFLOWS)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w'’]+", text.lower())
+
+
+def _occurs(key: str, text: str) -> bool:
+    """The key word, or its stem (all but the last three letters, at least four), occurs in the text."""
+    text = text.lower()
+    return key in text or (len(key) > 4 and key[: max(4, len(key) - 3)] in text)
+
+
+def test_message_schema(messages):
+    for m in messages:
+        where = f"{m.get('id')}: {m.get('text')!r}"
+        assert set(m) == MESSAGE_KEYS, where
+        assert isinstance(m["text"], str), where
+        assert m["text"].strip(), where
+        assert m["type"] in TYPES, where
+        assert m["domain"] in DOMAINS, where
+        assert isinstance(m["steering"], bool), where
+        assert isinstance(m["hard_negative"], bool), where
+        is_pref = m["type"] == "preference"
+        assert (m["category"] in CATEGORIES) if is_pref else m["category"] is None, where
+        assert (
+            (isinstance(m["instruction"], str) and m["instruction"].strip()) if is_pref else (m["instruction"] is None)
+        ), where
+        if m["axis"] is not None:
+            assert is_pref, where
+            assert AXES[m["axis"]] == m["category"], where
+        assert isinstance(m["key"], list), where
+        assert len(m["key"]) <= 4, where
+        assert all(isinstance(k, str) and k == k.lower() and k.strip() for k in m["key"]), where
+        if m["type"] in {"preference", "memory"}:
+            assert m["key"], where
+        if m["type"] == "none":
+            assert m["key"] == [], where
+        if m["steering"]:
+            assert m["type"] == "none", where
+        if m["hard_negative"]:
+            assert m["type"] == "none", where
+        assert m["previous_assistant"] is None or (
+            isinstance(m["previous_assistant"], str) and m["previous_assistant"].strip()
+        ), where
+        assert isinstance(m["recent"], list), where
+        assert len(m["recent"]) <= 3, where
+        for turn in m["recent"]:
+            assert set(turn) == {"role", "content"}, where
+            assert turn["role"] in {"user", "assistant"}, where
+            assert turn["content"].strip(), where
+        assert m["family"] is None or re.fullmatch(r"f\d{2,3}", m["family"]), where
+
+
+def test_keys_occur_in_text(messages):
+    missing = [(m["id"], k) for m in messages for k in m["key"] if not _occurs(k, m["text"])]
+    assert not missing
+
+
+def test_corrections_and_pain_points_name_what_to_change(messages):
+    fixes = [m for m in messages if m["type"] in {"correction", "pain_point"}]
+    # A bare "No, the other one." names nothing; it is allowed, but rare.
+    assert sum(1 for m in fixes if m["key"]) >= 0.95 * len(fixes)
+
+
+def test_ids_and_texts_unique(messages):
+    ids = [m["id"] for m in messages]
+    assert all(re.fullmatch(r"m\d{4}", i) for i in ids)
+    assert len(set(ids)) == len(ids)
+    texts = Counter(m["text"].strip().lower() for m in messages)
+    assert [t for t, n in texts.items() if n > 1] == []
+
+
+def test_counts_meet_minimums(messages):
+    assert len(messages) >= 480
+    types = Counter(m["type"] for m in messages)
+    for type_, minimum in MIN_PER_TYPE.items():
+        assert types[type_] >= minimum, type_
+    domains = Counter(m["domain"] for m in messages)
+    assert all(domains[d] >= 15 for d in DOMAINS), domains
+    assert domains["construction"] <= 0.15 * len(messages)
+    nones = [m for m in messages if m["type"] == "none"]
+    assert sum(1 for m in nones if m["steering"]) >= 20
+    assert sum(1 for m in nones if m["hard_negative"] and not m["steering"]) >= 40
+    assert sum(1 for m in nones if m["previous_assistant"]) >= 10  # the user simply continues
+    prefs = [m for m in messages if m["type"] == "preference"]
+    # open-ended: not one of the canonical axes
+    assert sum(1 for m in prefs if m["axis"] is None) >= 100
+    assert {m["axis"] for m in prefs if m["axis"]} == set(AXES)
+    in_context = [m for m in messages if m["type"] in {"correction", "pain_point"} and m["previous_assistant"]]
+    assert len(in_context) >= 50
+    assert sum(1 for m in messages if m["recent"]) >= 10
+
+
+def test_paraphrase_families(messages):
+    families = defaultdict(list)
+    for m in messages:
+        if m["family"]:
+            families[m["family"]].append(m)
+    assert len(families) >= 25
+    for name, members in families.items():
+        assert 2 <= len(members) <= 3, name
+        assert {m["type"] for m in members} == {"preference"}, name
+        assert len({m["category"] for m in members}) == 1, name
+        assert len({m["axis"] for m in members}) == 1, name
+        assert len({m["text"].lower() for m in members}) == len(members), name
+
+
+def test_no_templated_openings(messages):
+    """No two lines share their first four words, except paraphrases within one family."""
+    by_opening = defaultdict(set)
+    for m in messages:
+        by_opening[" ".join(_words(m["text"])[:4])].add(m["family"] or m["id"])
+    assert {o: ids for o, ids in by_opening.items() if len(ids) > 1} == {}
+
+
+def test_not_copied_from_the_old_evaluation_set(messages):
+    old = {" ".join(_words(row["text"])) for row in _load(OLD_SET)}
+    assert [m["id"] for m in messages if " ".join(_words(m["text"])) in old] == []
+
+
+def test_workflow_sessions(sessions):
+    groups = defaultdict(list)
+    for s in sessions:
+        assert set(s) == {"group", "kind", "text", "day", "trap"}, s
+        assert re.fullmatch(r"g\d{2}", s["group"]), s
+        assert isinstance(s["day"], int), s
+        assert s["day"] >= 0, s
+        assert isinstance(s["trap"], bool), s
+        assert s["kind"].strip(), s
+        assert s["text"].strip(), s
+        groups[s["group"]].append(s)
+    assert len({s["text"].lower() for s in sessions}) == len(sessions)
+    real = {g: rows for g, rows in groups.items() if not rows[0]["trap"]}
+    traps = {g: rows for g, rows in groups.items() if rows[0]["trap"]}
+    assert len(real) >= 14
+    assert len(traps) >= 14
+    for g, rows in groups.items():
+        assert len({r["trap"] for r in rows}) == 1, g
+    for g, rows in real.items():
+        assert 3 <= len(rows) <= 5, g
+        assert len({r["kind"] for r in rows}) == 1, g
+        assert len({r["day"] for r in rows}) == len(rows), g
+        # named by what the task is, not by a request's first words
+        assert all(not r["text"].lower().startswith(r["kind"].lower()) for r in rows), g
+    for g, rows in traps.items():
+        kinds = {r["kind"] for r in rows}
+        two_of_a_kind = len(rows) == 2 and len(kinds) == 1
+        same_words_other_tasks = 3 <= len(rows) <= 4 and len(kinds) == len(rows)
+        assert two_of_a_kind or same_words_other_tasks, g
