@@ -14,15 +14,10 @@ from accounts.models import ApiKey, User
 from accounts.selectors import api_key_digest, auth_cache_clear
 from accounts.services import api_key_create, api_key_revoke
 from accounts.tasks import api_key_mark_used_task
+from tests.conftest import bearer_client
 
 ME = "/api/v1/me"
 KEYS = "/api/v1/api-keys"
-
-
-def bearer(raw):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client
 
 
 def test_keys_are_stored_as_digests_with_a_visible_prefix(world):
@@ -41,7 +36,7 @@ def test_a_key_stored_before_keeps_working(world):
     stored = "f9a78ef10bfbe99ea0f4f5e5d9e8df2754768225829c482d91d5f114b3548d71"
     assert api_key_digest(raw) == stored
     ApiKey.objects.create(owner=world.owner, name="old", kind=ApiKey.Kind.USER, prefix=raw[:12], hashed_key=stored)
-    assert bearer(raw).get(ME).json()["user_id"] == world.owner.pk
+    assert bearer_client(raw).get(ME).json()["user_id"] == world.owner.pk
 
 
 def test_user_key_authenticates_as_its_owner(world):
@@ -82,9 +77,9 @@ def test_bad_keys_are_401(world, header):
 
 def test_revoked_key_is_refused(world):
     key, raw = api_key_create(owner=world.owner, name="old")
-    assert bearer(raw).get(ME).status_code == 200
+    assert bearer_client(raw).get(ME).status_code == 200
     api_key_revoke(api_key=key)
-    response = bearer(raw).get(ME)
+    response = bearer_client(raw).get(ME)
     assert response.status_code == 401
     assert response["WWW-Authenticate"].startswith("Bearer")
 
@@ -105,13 +100,13 @@ def test_on_behalf_of_users_are_cached_too(world, django_assert_num_queries):
 
 def test_a_revocation_elsewhere_applies_once_the_cache_window_ends(world):
     key, raw = api_key_create(owner=world.owner, name="laptop")
-    assert bearer(raw).get(ME).status_code == 200
+    assert bearer_client(raw).get(ME).status_code == 200
     # Another process revokes it: this process still trusts its cached copy, for at most
     # API_KEY_CACHE_SECONDS; the window ending is what clearing the cache stands for here.
     ApiKey.objects.filter(pk=key.pk).update(revoked_at="2026-01-01T00:00:00Z")
-    assert bearer(raw).get(ME).status_code == 200
+    assert bearer_client(raw).get(ME).status_code == 200
     auth_cache_clear()
-    assert bearer(raw).get(ME).status_code == 401
+    assert bearer_client(raw).get(ME).status_code == 401
 
 
 def test_cache_can_be_switched_off(world, settings, django_assert_num_queries):
@@ -151,24 +146,19 @@ def test_mark_used_task_never_moves_backwards(world):
 # --- key management API -------------------------------------------------------------
 
 
-def test_anonymous_cannot_manage_keys(world):
-    assert world.client("anonymous").get(KEYS).status_code == 401
-    assert world.client("anonymous").post(KEYS, {"name": "x"}, format="json").status_code == 401
-
-
 def test_owner_creates_lists_and_revokes_their_key(world):
     client = world.client("owner")
     created = client.post(KEYS, {"name": "ci"}, format="json")
     assert created.status_code == 201
     raw = created.json()["key"]
-    assert bearer(raw).get(ME).json()["user_id"] == world.owner.pk
+    assert bearer_client(raw).get(ME).json()["user_id"] == world.owner.pk
     listed = client.get(KEYS).json()
     assert {k["name"] for k in listed} == {"test", "ci"}
     assert all("key" not in k and "hashed_key" not in k for k in listed)
     revoked = client.post(f"{KEYS}/{created.json()['id']}/revoke")
     assert revoked.status_code == 200
     assert revoked.json()["revoked_at"]
-    assert bearer(raw).get(ME).status_code == 401
+    assert bearer_client(raw).get(ME).status_code == 401
 
 
 def test_another_user_cannot_see_or_revoke_a_key(world):
@@ -189,11 +179,6 @@ def test_admin_sees_and_revokes_every_key(world):
 def test_member_cannot_revoke_a_fellow_members_key(world):
     key_id = world.client("owner").post(KEYS, {"name": "mine"}, format="json").json()["id"]
     assert world.client("member").post(f"{KEYS}/{key_id}/revoke").status_code == 404
-
-
-def test_service_key_cannot_manage_keys(world):
-    assert world.client("service").get(KEYS).status_code == 403
-    assert world.client("service").post(KEYS, {"name": "x"}, format="json").status_code == 403
 
 
 def test_only_admins_create_service_keys(world):
@@ -242,13 +227,13 @@ def test_create_api_key_command_prints_a_working_key(world):
     out = io.StringIO()
     call_command("create_api_key", "--user", "member", "--name", "cli", stdout=out)
     raw = out.getvalue().strip().splitlines()[-1]
-    assert bearer(raw).get(ME).json()["user_id"] == world.member.pk
+    assert bearer_client(raw).get(ME).json()["user_id"] == world.member.pk
 
 
 def test_create_api_key_command_makes_service_keys_for_staff_only(world):
     out = io.StringIO()
     call_command("create_api_key", "--user", "admin", "--service", stdout=out)
-    assert bearer(out.getvalue().strip().splitlines()[-1]).get(ME).json()["is_service"] is True
+    assert bearer_client(out.getvalue().strip().splitlines()[-1]).get(ME).json()["is_service"] is True
     with pytest.raises(CommandError, match="staff"):
         call_command("create_api_key", "--user", "member", "--service", stdout=io.StringIO())
     with pytest.raises(CommandError, match="No user"):

@@ -16,11 +16,6 @@ def item(i, **overrides):
     return body
 
 
-def test_anonymous_cannot_bulk_write(world):
-    response = world.client("anonymous").post(URL, {"events": [item(0)]}, format="json")
-    assert response.status_code == 401
-
-
 def test_service_writes_a_batch_in_order(world):
     events = [item(i, user_id=world.owner.pk if i % 2 else world.member.pk, project="apollo") for i in range(50)]
     response = world.client("service").post(URL, {"events": events}, format="json")

@@ -29,12 +29,6 @@ def propose_tasks(world, n):
         )
 
 
-def staff_client(world):
-    client = Client()
-    client.force_login(world.admin)
-    return client
-
-
 @pytest.mark.parametrize("who", ["anonymous", "owner"])
 def test_console_is_staff_only(world, who):
     client = Client()
@@ -47,7 +41,7 @@ def test_console_is_staff_only(world, who):
 
 
 def test_list_page_runs_a_fixed_number_of_queries(world):
-    client = staff_client(world)
+    client = world.session_client("admin")
     propose_tasks(world, 1)
     scans.scan_run_request(actor=world.actor("admin"), scanner="all", enqueue=False)
     with CaptureQueriesContext(connection) as few:
@@ -62,7 +56,7 @@ def test_list_page_runs_a_fixed_number_of_queries(world):
 def test_detail_actions_and_audit(world):
     propose_tasks(world, 1)
     promotion = LearningPromotion.objects.get()
-    client = staff_client(world)
+    client = world.session_client("admin")
     page = client.get(f"/console/promotions/{promotion.pk}/")
     assert page.status_code == 200
     assert b"promotion_propose" in page.content
@@ -75,7 +69,7 @@ def test_detail_actions_and_audit(world):
 
 
 def test_generate_queues_a_scan_and_the_list_shows_its_report(world, django_capture_on_commit_callbacks):
-    client = staff_client(world)
+    client = world.session_client("admin")
     task_feedback_record(
         actor=world.actor("owner"),
         task_snapshot={"id": "t", "title": "Draft the Q3 memo", "description": "Spend per line"},
@@ -97,7 +91,7 @@ def test_generate_queues_a_scan_and_the_list_shows_its_report(world, django_capt
 
 
 def test_the_list_follows_an_open_scan(world, django_capture_on_commit_callbacks):
-    client = staff_client(world)
+    client = world.session_client("admin")
     with django_capture_on_commit_callbacks(execute=False):
         client.post("/console/promotions/scan")
         again = client.post("/console/promotions/scan", follow=True).content.decode()

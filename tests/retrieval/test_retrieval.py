@@ -34,11 +34,6 @@ DOCS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    return get_embedder()
-
-
 @pytest.fixture
 def corpus(world, embedder):
     documents_import(actor=world.actor("service"), items=[DocumentInput(**d) for d in DOCS])
