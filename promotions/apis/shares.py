@@ -13,10 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from accounts.models import Project, User
-from accounts.selectors import project_get_for_member
 from config.api import StrictCharField, StrictInputSerializer
-from config.exceptions import AccessDenied, ApplicationError
+from learning.apis.common import project_of_user, subject_user
 from learning.selectors import memory_get_own, preference_get
 from promotions.services import memory_share_propose
 
@@ -33,29 +31,6 @@ class ShareOutputSerializer(serializers.Serializer):
     created = serializers.BooleanField(help_text="False: this item already had an open candidate.")
 
 
-def _owner(request: Request) -> User:
-    """Whose item is shared: the caller, or the user a service key names."""
-    actor = Actor.from_request(request)
-    if actor.user is None:
-        raise ApplicationError(
-            "A service key must name the user with the X-On-Behalf-Of header.", field="X-On-Behalf-Of"
-        )
-    return actor.user
-
-
-def _owner_project(user: User, slug: str | None) -> Project | None:
-    """A project the owner belongs to (staff: any): whoever the caller is, it shares into the owner's
-    projects only."""
-    if not slug:
-        return None
-    project = project_get_for_member(slug=slug, user=user)
-    if project is None:
-        raise ApplicationError(f"No project {slug!r}.", field="project")
-    if not user.is_staff and not getattr(project, "is_member", False):
-        raise AccessDenied("The user is not a member of this project.", field="project")
-    return project
-
-
 class _ShareApi(APIView):
     """Ask for one of your own private items to be shared: it becomes a promotion candidate that a
     staff admin reviews; nothing is shared before it is approved and applied."""
@@ -64,7 +39,7 @@ class _ShareApi(APIView):
 
     @extend_schema(request=ShareInputSerializer, responses={201: ShareOutputSerializer, 200: ShareOutputSerializer})
     def post(self, request: Request, item_id: str) -> Response:
-        user = _owner(request)
+        user = subject_user(request)
         owned = (
             memory_get_own(user=user, memory_id=item_id)
             if self.subject_type == "memory"
@@ -80,7 +55,7 @@ class _ShareApi(APIView):
             subject_type=self.subject_type,
             subject_id=str(owned.pk),
             visibility=data["visibility"],
-            project=_owner_project(user, data.get("project")),
+            project=project_of_user(user, data.get("project")),
             notes=data.get("notes", ""),
         )
         body = {"promotion_id": promotion.pk, "status": promotion.status, "created": created}
