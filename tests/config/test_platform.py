@@ -18,7 +18,7 @@ from config.celery import app
 from feedback.models import FeedbackEvent, TaskFeedback
 from learning.models import LearnedWorkflow, Preference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/config/ is two levels down)
 
 
 def test_healthz_reports_database_and_eager_broker(db):
