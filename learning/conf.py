@@ -109,7 +109,7 @@ class LearningSettings(AppSettings):
     )
     TASTE_MAJORITY_SHARE = Tunable(
         0.7,
-        minimum=0.5,
+        minimum=0.51,  # above half: two opposite directions can never both hold a dimension
         maximum=1.0,
         doc="A direction needs this share of the recent corrections on its dimension (shorter vs longer...).",
     )
