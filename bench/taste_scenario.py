@@ -8,6 +8,12 @@ full request path with user API keys:
 1. A user drafts five emails with plugin email / command draft, accepts the first and shortens
    the other four: the candidate pattern's instruction and word limit. Two accepted runs with the
    pattern applied: its confidence before and after. Three overrides in a row: its status.
+   Consistency (issue 10), each on its own plugin: 3 shortened then 3 lengthened runs, and the two
+   directions alternating (the patterns applied to the next run: never two contradicting); a
+   closing line deleted 3 times (the instruction; no length pattern); a re-run without
+   parameters; one shortening on each of three commands of a plugin (the plugin-wide pattern,
+   and the command it is applied to); a successful run not corrected before the next run (the
+   confirmations it adds, counted once).
 2. Two users, two projects (both members of both): each has private preferences, memories and a
    taste pattern, and shares one memory with one project (approved and applied by an admin).
    Each builds context in every project and in none; a leak is any item of the other user's
@@ -34,6 +40,8 @@ DRAFT = (
 )
 SHORT = "Dear Ms Jones,\n\nThanks for your message. Summary attached; happy to discuss on Friday.\n\nKind regards,\nSam"
 LONGER = SHORT + " Here is everything in detail." * 10
+CLOSING = "Let me know if you have questions."
+WITH_CLOSING = f"Hi Priya,\n\nThe revised quote for the kitchen refit is attached.\n\n{CLOSING}\n\nBest,\nOmar"
 
 
 class Api:
@@ -111,6 +119,57 @@ def scenario(api: Api) -> None:
     print(
         f"   after 3 overrides in a row: status {final['status']} ({final['rejected_reason']}), "
         f"{final['rejections']} rejections; applied to the next run: {pattern['id'] in applied_now}"
+    )
+    consistency(api)
+
+
+def applied_directions(api: Api, plugin: str, command: str = "draft") -> list[str]:
+    return [f"{p['correction_type']}:{p['direction']}" for p in run(api, plugin=plugin, command=command)["applied"]]
+
+
+def consistency(api: Api) -> None:
+    print("   consistency (issue 10):")
+    # Each edit from the other text: DRAFT cut to SHORT, or SHORT written out to LONGER.
+    shown = {SHORT: DRAFT, LONGER: SHORT}
+    for after in [SHORT] * 3 + [LONGER] * 3:
+        decide(api, run(api, plugin="memo", output=shown[after])["run_id"], "edited", edited_output=after)
+    live = [p for p in api.get("/api/v1/taste-patterns")["taste_patterns"] if p["plugin"] == "memo"]
+    states = ", ".join(f"{p['direction']} {p['status']}/{p['rejected_reason'] or '-'}" for p in live)
+    print(f"   3 shortened then 3 lengthened: patterns [{states}]; applied next: {applied_directions(api, 'memo')}")
+    for after in [SHORT, LONGER] * 3:
+        decide(api, run(api, plugin="note", output=shown[after])["run_id"], "edited", edited_output=after)
+    made = [p for p in api.get("/api/v1/taste-patterns")["taste_patterns"] if p["plugin"] == "note"]
+    print(
+        f"   shortened and lengthened alternately x3: {len(made)} patterns; "
+        f"applied next: {applied_directions(api, 'note')}"
+    )
+
+    for _ in range(3):
+        ran = run(api, output=WITH_CLOSING, plugin="mail")
+        result = decide(api, ran["run_id"], "edited", edited_output=WITH_CLOSING.replace(f"{CLOSING}\n\n", ""))
+    kinds = [c["type"] for c in result["corrections"]]
+    mail = [p for p in api.get("/api/v1/taste-patterns")["taste_patterns"] if p["plugin"] == "mail"]
+    print(f"   closing line deleted x3: corrections {kinds}; patterns {[p['instruction'] for p in mail]}")
+
+    ran = run(api, plugin="mail")
+    plain = decide(api, ran["run_id"], "rerun")
+    print(f"   re-run without parameters: 201, overridden {plain['overridden']} (the applied line pattern)")
+
+    for command in ("note", "log", "summary"):
+        decide(api, run(api, plugin="crm", command=command)["run_id"], "edited", edited_output=SHORT)
+    wide = [p for p in api.get("/api/v1/taste-patterns")["taste_patterns"] if p["plugin"] == "crm"]
+    print(
+        f"   one shortening on each of crm note/log/summary: {[(p['command'], p['instruction']) for p in wide]}; "
+        f"applied to crm/forward: {applied_directions(api, 'crm', 'forward')}"
+    )
+
+    first = run(api, plugin="crm", command="forward", output=SHORT, succeeded=True)
+    second = run(api, plugin="crm", command="forward", output=SHORT)
+    third = run(api, plugin="crm", command="forward", output=SHORT)
+    confirmations = pattern_of(api, wide[0]["id"])["confirmations"] if wide else None
+    print(
+        f"   a successful run not corrected: confirmed by the next run {second['confirmed']}, by the one after "
+        f"{third['confirmed']}; pattern confirmations {confirmations} (applied to the run: {len(first['applied'])})"
     )
 
 

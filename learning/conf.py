@@ -107,6 +107,24 @@ class LearningSettings(AppSettings):
     TASTE_WINDOW = Tunable(
         20, minimum=1, maximum=1000, doc="Recent decisions on one plugin/command read for a pattern."
     )
+    TASTE_MAJORITY_SHARE = Tunable(
+        0.7,
+        minimum=0.51,  # above half: two opposite directions can never both hold a dimension
+        maximum=1.0,
+        doc="A direction needs this share of the recent corrections on its dimension (shorter vs longer...).",
+    )
+    TASTE_DIMENSION_WINDOW = Tunable(
+        6,
+        minimum=1,
+        maximum=1000,
+        doc="The latest corrections on one dimension that the majority is taken over (recent ones outvote old).",
+    )
+    TASTE_PLUGIN_MIN_COMMANDS = Tunable(
+        3,
+        minimum=2,
+        maximum=100,
+        doc="Commands of one plugin corrected the same way (none the other way) for a plugin-wide pattern.",
+    )
     TASTE_CONFIRMATIONS_TO_ACTIVATE = Tunable(
         2, minimum=1, maximum=100, doc="Confirmations that make a candidate pattern active."
     )

@@ -247,6 +247,12 @@ class TastePattern(models.Model):
             models.UniqueConstraint(
                 fields=["user", "plugin", "command", "correction_type", "direction"], name="taste_unique_direction"
             ),
+            # The constraint above lets NULLs differ: a plugin-wide pattern (command NULL) needs its own.
+            models.UniqueConstraint(
+                fields=["user", "plugin", "correction_type", "direction"],
+                condition=Q(command__isnull=True),
+                name="taste_unique_plugin_direction",
+            ),
             models.CheckConstraint(
                 condition=Q(status__in=["candidate", "active", "rejected"]), name="taste_status_valid"
             ),
@@ -349,6 +355,11 @@ class CommandRun(models.Model):
     output = models.TextField(blank=True, default="")
     # The ids of the taste patterns in force when it ran: its decision confirms or overrides them.
     applied_patterns = models.JSONField(default=list, blank=True)
+    # What the tool reported (None: not said). A success the user did not correct before the next
+    # run of the command confirms the patterns applied to it.
+    succeeded = models.BooleanField(null=True, blank=True)
+    # When the applied patterns were judged, by its decision or by its uncorrected success: once.
+    judged_at = models.DateTimeField(null=True, blank=True)
     event = models.OneToOneField("feedback.FeedbackEvent", on_delete=models.PROTECT, related_name="+")
     # Not auto_now_add: runs copied from older events keep the time they ran.
     created_at = models.DateTimeField(default=timezone.now, editable=False)

@@ -12,6 +12,7 @@ from accounts.models import Project, User
 from accounts.selectors import project_ids_for_user
 from core.ids import parse_uuid
 from learning.conf import learning_settings
+from learning.corrections import patterns_consistent
 from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern, TastePattern
 
 
@@ -72,15 +73,15 @@ def taste_pattern_list(*, user: User) -> QuerySet[TastePattern]:
 
 def taste_patterns_applicable(*, user: User, plugin: str, command: str | None) -> list[TastePattern]:
     """The patterns applied to the user's next run of plugin/command: candidates (on trial) and
-    active ones, for that command or for every command of the plugin."""
-    return list(
-        TastePattern.objects.filter(
-            Q(command=command) | Q(command__isnull=True),
-            user=user,
-            plugin=plugin,
-            status__in=[TastePattern.Status.CANDIDATE, TastePattern.Status.ACTIVE],
-        ).order_by("-confidence", "-observations")[: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
-    )
+    active ones, for that command or for every command of the plugin, never two that contradict
+    (the command's own before a plugin-wide one; see ``patterns_consistent``)."""
+    live = TastePattern.objects.filter(
+        Q(command=command) | Q(command__isnull=True),
+        user=user,
+        plugin=plugin,
+        status__in=[TastePattern.Status.CANDIDATE, TastePattern.Status.ACTIVE],
+    ).order_by("-confidence", "-observations", "-updated_at", "-pk")
+    return patterns_consistent(live, command=command)[: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
 
 
 def message_get(*, message_id: str) -> ChatMessage | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -60,6 +62,15 @@ class TastePatternStopApi(APIView):
         return Response(TastePatternOutputSerializer(pattern).data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: "yes", 1 or "false" are not read as a success or a failure."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class CommandRunInputSerializer(StrictInputSerializer):
     plugin = StrictCharField(max_length=100)
     command = StrictCharField(max_length=100)
@@ -69,12 +80,23 @@ class CommandRunInputSerializer(StrictInputSerializer):
     )
     project = StrictCharField(required=False, allow_blank=True, max_length=100)
     session_id = StrictCharField(required=False, allow_blank=True, max_length=255)
+    succeeded = StrictBooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Did the tool report success? A success not corrected before the next run of the "
+        "command confirms the patterns applied to it.",
+    )
 
 
 class CommandRunOutputSerializer(serializers.Serializer):
     run_id = serializers.UUIDField()
     applied = TastePatternOutputSerializer(many=True, help_text="The taste patterns applied to this run.")
     notices = serializers.ListField(child=serializers.CharField(), help_text="Show these to the user.")
+    confirmed = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Patterns confirmed by earlier successful runs of the command that were not corrected.",
+    )
 
 
 class CommandRunApi(APIView):
@@ -97,11 +119,13 @@ class CommandRunApi(APIView):
             parameters=data["parameters"],
             project=project_of_user(user, data.get("project")),
             session_id=data.get("session_id", ""),
+            succeeded=data["succeeded"],
         )
         body = {
             "run_id": result.run_id,
             "applied": result.applied,
             "notices": [notice(p.instruction) for p in result.applied],
+            "confirmed": result.confirmed,
         }
         return Response(CommandRunOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
@@ -112,7 +136,11 @@ class CommandDecisionInputSerializer(StrictInputSerializer):
     edited_output = StrictCharField(
         required=False, allow_blank=True, max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
     )
-    parameters = serializers.DictField(required=False)
+    parameters = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text="A rerun's new parameters; without them (or null) the rerun is a plain re-run of the same inputs.",
+    )
     reason = StrictCharField(required=False, allow_blank=True, max_length=feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
 
 

@@ -18,6 +18,7 @@ from core.text import lexical_similarity, normalise
 from learning.conf import learning_settings
 from learning.context.cache import context_versions, shared_ingredients, user_ingredients
 from learning.context.render import context_render
+from learning.corrections import patterns_consistent
 
 
 @dataclass
@@ -103,10 +104,12 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
             "similarity": round(best, 3),
         }
     if scope.plugin:
+        # Never two patterns that contradict: the command's own before a plugin-wide one.
         context.taste_patterns = [
-            p
-            for p in ingredients["taste_patterns"]
-            if p["plugin"] == scope.plugin and p["command"] in (None, scope.command)
+            {k: v for k, v in p.items() if k not in ("correction_type", "direction")}
+            for p in patterns_consistent(
+                [p for p in ingredients["taste_patterns"] if p["plugin"] == scope.plugin], command=scope.command
+            )
         ][: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
     context.agent_learnings = [
         a for a in shared["agent_learnings"] if _in_scope(a, scope) and a["tool_name"] in ("", scope.tool_name)

@@ -98,8 +98,8 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
         ),
         "taste_patterns": list(
             TastePattern.objects.filter(user=user, status__in=TASTE_APPLIED)
-            .order_by("-confidence", "-observations")
-            .values("id", "plugin", "command", "instruction", "status", "confidence")
+            .order_by("-confidence", "-observations", "-updated_at", "-pk")
+            .values("id", "plugin", "command", "correction_type", "direction", "instruction", "status", "confidence")
         ),
         "memories": [
             {"id": str(pk), "kind": kind, "content": content, "visibility": "private", "project": None}

@@ -1,16 +1,18 @@
 """Taste learning: a tool's runs, what the user did with each output, and the patterns that follow.
 
 1. ``command_run_record``: a ``CommandRun`` row and its ``post_command`` event (plugin, command,
-   parameters, output). The taste patterns in force for that plugin/command are recorded on the
-   run: they were applied.
+   parameters, output, whether the tool reported success). The taste patterns in force for that
+   plugin/command, consistent with each other, are recorded on the run: they were applied. The
+   earlier successful runs of the command that got no decision were not corrected: they confirm
+   the patterns applied to them (``taste_learning.runs_confirm_succeeded``).
 2. ``command_decision_record``: the run's one ``CommandDecision`` row and its ``decision_point``
-   event (accepted, edited, rejected, re-run).
+   event (accepted, edited, rejected, re-run with or without new parameters).
    The correction is derived from the run's output and the edited text (``learning.corrections``).
    Then, for each pattern applied to the run: accepted unchanged is a confirmation; an edit the
    other way, a rejection or a re-run is an override. Three overrides in a row reject it.
-3. The same correction type and direction seen ``TASTE_MIN_OBSERVATIONS`` times in the user's
-   recent decisions on that plugin/command becomes a candidate pattern, with an instruction
-   computed from the edits ("Keep email draft outputs concise: under 150 words").
+3. A direction that holds its dimension in the user's recent decisions on that plugin/command
+   (or across the plugin's commands) becomes a candidate pattern, with an instruction computed
+   from the edits ("Keep email draft outputs concise: under 150 words"); see ``taste_learning``.
 """
 
 from __future__ import annotations
@@ -28,12 +30,11 @@ from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, Signal
 from feedback.services.events import EventInput, event_record, snapshot_fields_check
-from learning.conf import learning_settings
 from learning.context.cache import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import CommandDecision, CommandRun, TastePattern
 from learning.selectors import taste_patterns_applicable
-from learning.services.taste_rules import distill, pattern_confidence, pattern_overridden
+from learning.services.taste_learning import patterns_judge, patterns_learn, runs_confirm_succeeded
 
 DECISIONS = ("accepted", "edited", "rejected", "rerun")
 _SIGNAL = {
@@ -52,6 +53,8 @@ def target_of(plugin: str, command: str) -> str:
 class RunResult:
     run_id: str
     applied: list[TastePattern]
+    # Patterns confirmed by earlier successful runs of the command that were not corrected.
+    confirmed: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -74,22 +77,30 @@ def command_run_record(
     parameters: dict[str, Any] | None = None,
     project: Project | None = None,
     session_id: str = "",
+    succeeded: bool | None = None,
 ) -> RunResult:
-    """Record one run of a tool (its row and ``post_command`` event) and the taste patterns applied to it."""
+    """Record one run of a tool (its row and ``post_command`` event) and the taste patterns applied
+    to it; the earlier uncorrected successful runs of the command confirm theirs."""
     plugin, command = _name(plugin, "plugin"), _name(command, "command")
     if parameters is not None and not isinstance(parameters, dict):
         raise ApplicationError("parameters must be a JSON object.", field="parameters")
+    if succeeded is not None and not isinstance(succeeded, bool):
+        raise ApplicationError("succeeded must be true or false.", field="succeeded")
     snapshot = {"output": output, "parameters": parameters or {}}
     snapshot_fields_check(snapshot)
     applied = taste_patterns_applicable(user=user, plugin=plugin, command=command)
     run_id = str(uuid.uuid4())
     with transaction.atomic():
+        confirmed = runs_confirm_succeeded(user=user, plugin=plugin, command=command)
+        metadata: dict[str, Any] = {"plugin": plugin, "command": command, "applied_patterns": [p.pk for p in applied]}
+        if succeeded is not None:
+            metadata["succeeded"] = succeeded
         write = event_record(
             actor=actor,
             data=EventInput(
                 event_type="post_command",
                 event_family=EventFamily.TOOL_ACTION,
-                signal=Signal.COMPLETED,
+                signal=Signal.FAILED if succeeded is False else Signal.COMPLETED,
                 user_id=user.pk,
                 project_slug=project.slug if project else None,
                 session_id=session_id[:255],
@@ -98,7 +109,7 @@ def command_run_record(
                 subject_type="command_run",
                 subject_id=run_id,
                 after_snapshot=snapshot,
-                metadata={"plugin": plugin, "command": command, "applied_patterns": [p.pk for p in applied]},
+                metadata=metadata,
             ),
         )
         CommandRun.objects.create(
@@ -111,11 +122,14 @@ def command_run_record(
             parameters=parameters or {},
             output=output,
             applied_patterns=[p.pk for p in applied],
+            succeeded=succeeded,
             event=write.event,
         )
         if applied:
             TastePattern.objects.filter(pk__in=[p.pk for p in applied]).update(last_applied_at=timezone.now())
-    return RunResult(run_id=run_id, applied=applied)
+        if confirmed:
+            transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
+    return RunResult(run_id=run_id, applied=applied, confirmed=confirmed)
 
 
 def _name(value: str, field_name: str) -> str:
@@ -157,12 +171,14 @@ def command_decision_record(
         raise ApplicationError(f"decision must be one of {', '.join(DECISIONS)}.", field="decision")
     if decision == "edited" and edited_output is None:
         raise ApplicationError("An edited decision needs the edited_output.", field="edited_output")
-    if decision == "rerun" and not isinstance(parameters, dict):
-        raise ApplicationError("A rerun needs the new parameters (a JSON object).", field="parameters")
+    if parameters is not None and not isinstance(parameters, dict):
+        raise ApplicationError("parameters must be a JSON object.", field="parameters")
+    # A re-run without parameters is a plain re-run: the same inputs again, the output was not right.
+    plain_rerun = decision == "rerun" and parameters is None
     after_snapshot: dict[str, Any] | None = None
     if decision == "edited":
         after_snapshot = {"edited_output": edited_output}
-    elif decision == "rerun":
+    elif decision == "rerun" and not plain_rerun:
         after_snapshot = {"parameters": parameters}
     if after_snapshot is not None:
         snapshot_fields_check(after_snapshot)
@@ -171,7 +187,7 @@ def command_decision_record(
     corrections: list[Correction] = []
     if decision == "edited":
         corrections = corrections_derive(run.output, edited_output or "")
-    elif decision == "rerun":
+    elif decision == "rerun" and not plain_rerun:
         corrections = parameter_changes(run.parameters or {}, parameters or {})
     result = DecisionResult(decision=decision, corrections=corrections)
     with transaction.atomic():
@@ -198,6 +214,7 @@ def command_decision_record(
                     "decision": decision,
                     "corrections": [c.as_dict() for c in corrections],
                     "applied_patterns": run.applied_patterns,
+                    **({"plain_rerun": True} if plain_rerun else {}),
                 },
             ),
         )
@@ -220,100 +237,23 @@ def command_decision_record(
             raise Conflict(
                 "This run already has its decision; record a new run for a new output.", field="run_id"
             ) from exc
-        _judge_applied(result, user=user, applied=run.applied_patterns)
-        result.patterns = _learn(user=user, plugin=plugin, command=command)
+        # Locked, so that the success sweep of a concurrent run cannot judge it too; judged once.
+        confirmed_by_success = (
+            CommandRun.objects.select_for_update().filter(pk=run.pk).values_list("judged_at", flat=True).get()
+            is not None
+        )
+        CommandRun.objects.filter(pk=run.pk).update(judged_at=timezone.now())
+        result.confirmed, result.overridden, result.rejected = patterns_judge(
+            user=user,
+            applied=run.applied_patterns,
+            decision=decision,
+            corrections=corrections,
+            plain_rerun=plain_rerun,
+            confirmed_by_success=confirmed_by_success,
+        )
+        result.patterns = patterns_learn(user=user, plugin=plugin, command=command)
         transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
     return result
-
-
-def _judge_applied(result: DecisionResult, *, user: User, applied: list[int]) -> None:
-    """Confirm or override each pattern applied to the run; three overrides in a row reject it."""
-    if not applied:
-        return
-    for pattern in TastePattern.objects.select_for_update().filter(pk__in=applied, user=user).order_by("pk"):
-        if pattern.status == TastePattern.Status.REJECTED:
-            continue
-        if result.decision == "accepted":
-            pattern.confirmations += 1
-            pattern.consecutive_rejections = 0
-            result.confirmed.append(pattern.pk)
-            if pattern.confirmations >= learning_settings.TASTE_CONFIRMATIONS_TO_ACTIVATE:
-                pattern.status = TastePattern.Status.ACTIVE
-        elif pattern_overridden(pattern, result.decision, result.corrections):
-            pattern.rejections += 1
-            pattern.consecutive_rejections += 1
-            result.overridden.append(pattern.pk)
-            if pattern.consecutive_rejections >= learning_settings.TASTE_REJECTIONS_TO_STOP:
-                pattern.status, pattern.rejected_reason = TastePattern.Status.REJECTED, "overridden"
-                result.rejected.append(pattern.pk)
-        else:
-            continue  # edited in some other respect: says nothing about this pattern
-        pattern.confidence = pattern_confidence(pattern)
-        pattern.save(
-            update_fields=[
-                "confirmations",
-                "rejections",
-                "consecutive_rejections",
-                "status",
-                "rejected_reason",
-                "confidence",
-                "updated_at",
-            ]
-        )
-
-
-def _learn(*, user: User, plugin: str, command: str) -> list[TastePattern]:
-    """Count the directions of the user's recent decisions on this plugin/command; create or
-    update the pattern of every direction seen often enough. Reads at most TASTE_WINDOW decisions."""
-    # Decision rows only: decision_point events sent through the generic events API are not read.
-    recent: list[list[dict[str, Any]]] = list(
-        CommandDecision.objects.filter(run__user=user, run__plugin=plugin, run__command=command)
-        .order_by("-created_at")
-        .values_list("corrections", flat=True)[: learning_settings.TASTE_WINDOW]
-    )
-    seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for found in recent:
-        for correction in {(c["type"], c["direction"]): c for c in found}.values():
-            seen.setdefault((correction["type"], correction["direction"]), []).append(correction["detail"])
-    changed = []
-    for (kind, direction), details in seen.items():
-        if len(details) < learning_settings.TASTE_MIN_OBSERVATIONS:
-            continue
-        instruction, description = distill(plugin, command, kind, direction, details, len(recent))
-        evidence = {"decisions": len(recent), "observations": len(details), "details": details[:10]}
-        pattern = (
-            TastePattern.objects.select_for_update()
-            .filter(user=user, plugin=plugin, command=command, correction_type=kind, direction=direction)
-            .first()
-        )
-        if pattern is None:
-            try:
-                with transaction.atomic():
-                    pattern = TastePattern.objects.create(
-                        user=user,
-                        plugin=plugin,
-                        command=command,
-                        correction_type=kind,
-                        direction=direction,
-                        description=description,
-                        instruction=instruction,
-                        evidence=evidence,
-                        observations=len(details),
-                        confidence=0.0,
-                    )
-            except IntegrityError:
-                continue  # a concurrent decision created it; it will be updated on the next one
-        elif pattern.status == TastePattern.Status.REJECTED:
-            continue  # the user said no: evidence does not bring it back
-        else:
-            pattern.instruction, pattern.description, pattern.evidence = instruction, description, evidence
-            pattern.observations = len(details)
-            pattern.confidence = pattern_confidence(pattern)
-            pattern.save(
-                update_fields=["instruction", "description", "evidence", "observations", "confidence", "updated_at"]
-            )
-        changed.append(pattern)
-    return changed
 
 
 def taste_pattern_stop(*, user: User, pattern_id: int | None = None) -> TastePattern | None:

@@ -126,6 +126,9 @@ def test_run_applies_only_the_users_own_patterns(world):
         ({"plugin": "email", "command": "draft", "output": "x", "parameters": 3}, "parameters"),
         ({"plugin": "email", "command": "draft", "output": "x", "project": "no-such-project"}, "project"),
         ({"plugin": "email", "command": "draft", "output": "x", "user_id": 1}, "user_id"),
+        ({"plugin": "email", "command": "draft", "output": "x", "succeeded": "yes"}, "succeeded"),
+        ({"plugin": "email", "command": "draft", "output": "x", "succeeded": 1}, "succeeded"),
+        ({"plugin": "email", "command": "draft", "output": "x", "succeeded": "false"}, "succeeded"),
     ],
 )
 def test_run_bad_input_is_a_400_naming_the_field(world, body, field):
@@ -271,7 +274,6 @@ def test_decision_on_a_run_never_recorded_is_a_404_naming_run_id(world):
         ({"run_id": "RUN", "decision": "loved"}, "decision"),
         ({"run_id": "RUN"}, "decision"),
         ({"run_id": "RUN", "decision": "edited"}, "edited_output"),
-        ({"run_id": "RUN", "decision": "rerun"}, "parameters"),
         ({"run_id": "RUN", "decision": "rerun", "parameters": ["tone", "casual"]}, "parameters"),
         ({"run_id": "RUN", "decision": "rerun", "parameters": "tone=casual"}, "parameters"),
         ({"run_id": "RUN", "decision": "edited", "edited_output": "x" * 1_000_000}, "edited_output"),
@@ -299,7 +301,6 @@ def test_decision_edited_output_that_does_not_fit_names_edited_output(world):
         ({"run_id": 12, "decision": "accepted"}, "run_id"),
         ({"run_id": "RUN", "decision": "loved"}, "decision"),
         ({"run_id": "RUN", "decision": "edited"}, "edited_output"),
-        ({"run_id": "RUN", "decision": "rerun"}, "parameters"),
         ({"run_id": "RUN", "decision": "rerun", "parameters": ["tone"]}, "parameters"),
         ({"run_id": "RUN", "decision": "edited", "edited_output": "é" * 12_000}, "edited_output"),
         ({"run_id": "RUN", "decision": "rerun", "parameters": {"notes": "n" * 70_000}}, "parameters"),

@@ -1,5 +1,6 @@
 """The scripted taste scenario through the API: shortened drafts become a pattern, applied with a
-notice, confirmed by accepted outputs, and stopped by three overrides in a row."""
+notice, confirmed by accepted outputs, and stopped by three overrides in a row; the other direction
+becomes a pattern only once it holds a clear majority of the recent corrections."""
 
 from __future__ import annotations
 
@@ -80,8 +81,15 @@ def test_shortened_four_times_of_five_applied_confirmed_then_overridden(world):
     assert (pattern.status, pattern.rejected_reason, pattern.consecutive_rejections) == ("rejected", "overridden", 3)
     text = context(client)["text"]
     assert pattern.instruction not in text
-    # The three lengthenings are themselves a direction: a new candidate, on trial from confidence 0.
-    longer = TastePattern.objects.get(user=world.owner, direction="longer")
-    assert (longer.status, longer.confidence, longer.observations) == ("candidate", 0.0, 3)
-    assert [p["id"] for p in run(client)["applied"]] == [longer.pk]
-    assert FeedbackEvent.objects.filter(event_type="decision_point").count() == 10
+    # Issue 10 changed this: three lengthenings against the four shortenings before them are no
+    # clear majority of the recent length corrections, so no "longer" pattern (it used to be one).
+    assert not TastePattern.objects.filter(user=world.owner, direction="longer").exists()
+    assert run(client)["applied"] == []
+    # Two more make five of the last six length corrections: now "longer" holds the dimension.
+    for _ in range(2):
+        ran = run(client, output=SHORT)
+        decide(client, ran["run_id"], "edited", edited_output=longer)
+    longer_pattern = TastePattern.objects.get(user=world.owner, direction="longer")
+    assert (longer_pattern.status, longer_pattern.confidence, longer_pattern.observations) == ("candidate", 0.0, 5)
+    assert [p["id"] for p in run(client)["applied"]] == [longer_pattern.pk]
+    assert FeedbackEvent.objects.filter(event_type="decision_point").count() == 12

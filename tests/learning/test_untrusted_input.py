@@ -3,6 +3,7 @@ or skew taste learning, the scanners or the review: found in review, kept fixed 
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -19,7 +20,7 @@ from promotions.models import LearningPromotion
 from promotions.scanners.agent_learning import agent_learning_scan
 from promotions.scanners.task_example import task_example_scan
 from tests.concurrency import at_once
-from tests.learning.conftest import DECISIONS, REPORT, learn_section_pattern
+from tests.learning.conftest import DECISIONS, REPORT, RUNS, learn_section_pattern
 from tests.learning.conftest import command_run as run
 
 EVENTS = "/api/v1/feedback/events"
@@ -92,6 +93,46 @@ def test_two_decisions_on_one_run_at_once_count_once(world):
     statuses = [response.status_code for response in responses]
     assert sorted(statuses) == [201, 409]
     assert FeedbackEvent.objects.filter(event_type="decision_point").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_next_runs_at_once_count_an_uncorrected_success_once(world):
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent writers need PostgreSQL; the PostgreSQL run covers this")
+    pattern = learn_section_pattern(world)
+    run(world.client("owner"), succeeded=True)
+    responses = at_once(
+        lambda: world.client("owner").post(RUNS, {"plugin": "email", "command": "draft", "output": "x"}, format="json")
+    )
+    assert sorted(response.status_code for response in responses) == [201, 201]
+    assert sorted(len(response.json()["confirmed"]) for response in responses) == [0, 1]
+    pattern.refresh_from_db()
+    assert pattern.confirmations == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_accepted_decision_and_the_next_run_at_once_confirm_once(world):
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent writers need PostgreSQL; the PostgreSQL run covers this")
+    pattern = learn_section_pattern(world)
+    run_id = run(world.client("owner"), succeeded=True)["run_id"]
+    calls = iter(
+        [
+            lambda client: client.post(DECISIONS, {"run_id": run_id, "decision": "accepted"}, format="json"),
+            lambda client: client.post(RUNS, {"plugin": "email", "command": "draft", "output": "x"}, format="json"),
+        ]
+    )
+    lock = threading.Lock()
+
+    def one():
+        with lock:
+            call = next(calls)
+        return call(world.client("owner"))
+
+    responses = at_once(one)
+    assert sorted(response.status_code for response in responses) == [201, 201]
+    pattern.refresh_from_db()
+    assert pattern.confirmations == 1
 
 
 def test_dont_stop_applying_this_stops_nothing_and_stop_reaches_only_a_recent_pattern(world):
