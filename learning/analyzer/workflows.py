@@ -1,0 +1,255 @@
+"""Workflow detection: when two requests are the same kind of task, what the task is called, and
+what kind of prompt a request is.
+
+Whole-sentence embeddings (MiniLM) say what a request is *about*, not what it *asks for*: "Write a
+poem about the night-shift roster" sits closer to "Write a summary of the night-shift roster" than
+"Which vehicle has each driver got on this roster?" does to "match every name on the rota to the
+truck they're taking". So two requests are compared word by word instead: each content word is
+embedded on its own (cached) and aligned to its nearest word on the other side ("rota"~"roster",
+"truck"~"vehicle", "literature"~"studies"). The words both requests share are then set aside and
+the *rest* must still align: two tasks that share their object but differ in what is done with it
+("summarise / check / rewrite the medication list") fail there. The two thresholds are chosen by
+cross-validation over groups (``python manage.py workflow_eval``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.embeddings import get_embedder
+from core.text import content_words, stem
+
+# Chosen by `python manage.py workflow_eval` (grid over both, group-wise cross-validation on
+# learning/analyzer/data/workflow_sessions.jsonl); see the README's workflow section for the figures.
+RESIDUAL_MIN = 0.36  # the words the requests do not share must still align this well
+WHOLE_MIN = 0.30  # and the requests as a whole
+MIN_MATCHES = 2  # same-task past requests; with the current one, three of a kind
+
+_word_vectors: dict[str, np.ndarray] = {}
+_word_lock = threading.Lock()
+_WORD_CACHE_MAX = 50_000  # words, about 75 MB of float32 at 384 dimensions
+
+
+def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
+    """Embeddings of single words, computed once per process."""
+    with _word_lock:
+        missing = sorted({w for w in words if w not in _word_vectors})
+    if missing:
+        vectors = get_embedder().embed(missing)
+        with _word_lock:
+            if len(_word_vectors) + len(missing) > _WORD_CACHE_MAX:
+                _word_vectors.clear()
+            _word_vectors.update(zip(missing, vectors, strict=True))
+    with _word_lock:
+        return {w: _word_vectors[w] for w in words if w in _word_vectors}
+
+
+def _align(a: list[str], b: list[str], vectors: dict[str, np.ndarray]) -> float:
+    """Symmetric mean of each word's best cosine to a word on the other side (0 when one is empty)."""
+    if not a or not b:
+        return 0.0
+    left = np.vstack([vectors[w] for w in a])
+    right = np.vstack([vectors[w] for w in b])
+    sims = left @ right.T
+    return float((sims.max(axis=1).mean() + sims.max(axis=0).mean()) / 2)
+
+
+@dataclass(frozen=True)
+class TaskSimilarity:
+    whole: float  # all content words aligned
+    residual: float  # the words the two do not share, aligned
+
+    @property
+    def same_task(self) -> bool:
+        return self.residual >= RESIDUAL_MIN and self.whole >= WHOLE_MIN
+
+
+def task_similarity(a: str, b: str, vectors: dict[str, np.ndarray] | None = None) -> TaskSimilarity:
+    """How alike two requests are as tasks (see the module docstring)."""
+    words_a, words_b = content_words(a), content_words(b)
+    vectors = vectors if vectors is not None else _vectors(words_a + words_b)
+    shared = {stem(w) for w in words_a} & {stem(w) for w in words_b}
+    rest_a = [w for w in words_a if stem(w) not in shared]
+    rest_b = [w for w in words_b if stem(w) not in shared]
+    whole = _align(words_a, words_b, vectors)
+    # One request's words all inside the other's: nothing is left to differ, the whole decides.
+    residual = _align(rest_a, rest_b, vectors) if rest_a and rest_b else whole
+    return TaskSimilarity(whole=round(whole, 4), residual=round(residual, 4))
+
+
+def same_task_matches(text: str, candidates: Sequence[str]) -> list[tuple[int, TaskSimilarity]]:
+    """The indexes of the candidates that are the same kind of task as ``text``, with their similarity."""
+    words = content_words(text) + [w for c in candidates for w in content_words(c)]
+    vectors = _vectors(words)
+    found = []
+    for index, candidate in enumerate(candidates):
+        similarity = task_similarity(text, candidate, vectors)
+        if similarity.same_task:
+            found.append((index, similarity))
+    return found
+
+
+# --- naming -------------------------------------------------------------------------------------
+
+_OPENERS = re.compile(
+    r"^(?:(?:hey|hi|hello|ok|okay|so|right)[,!.\s]+)?"
+    r"(?:(?:please|pls|plz|kindly|can you|can u|could you|would you|will you|could u|help me|"
+    r"i need you to|i need|i'd like|i want|we need|need|let's|lets)\s+)*",
+    re.IGNORECASE,
+)
+_DEICTIC = re.compile(
+    r"\s*(?:,|—|–|-|\(|:)?\s*\b(?:notes?|email|link|transcript|details?|file|text|info)?\s*"
+    r"(?:below|above|attached|pasted|here)\b\.?",
+    re.IGNORECASE,
+)
+_DETERMINER = re.compile(r"\b(?:this|these|that|those|my|our|today's|this week's)\b", re.IGNORECASE)
+_TAIL = re.compile(r"\s*(?:[,;:?!—–(]| - | pls\b| please\b).*$", re.IGNORECASE)
+
+
+def request_core(text: str, words: int = 8) -> str:
+    """A request trimmed to its verb-object phrase: no greeting or politeness, no pointer to an
+    attachment ("notes below"), no trailing clause; capitalised, at most ``words`` words."""
+    trimmed = _OPENERS.sub("", " ".join(text.split()))
+    trimmed = _DEICTIC.sub("", trimmed)
+    trimmed = _TAIL.sub("", trimmed).strip(" .")
+    trimmed = _DETERMINER.sub("the", trimmed)
+    trimmed = re.sub(r"\bthe the\b", "the", trimmed)
+    kept = trimmed.split()[:words] or text.split()[:words]
+    name = " ".join(kept).rstrip(".,;:!?")
+    return name[:1].upper() + name[1:]
+
+
+def workflow_name(texts: Sequence[str]) -> str:
+    """What a group of same-task requests is called: the most central request (the one its words
+    align best with all the others), trimmed to its verb-object phrase."""
+    if len(texts) == 1:
+        return request_core(texts[0])
+    vectors = _vectors([w for t in texts for w in content_words(t)])
+    scores = [
+        sum(task_similarity(a, b, vectors).whole for j, b in enumerate(texts) if j != i) for i, a in enumerate(texts)
+    ]
+    # Ties go to the shorter request: fewer incidental details.
+    best = max(range(len(texts)), key=lambda i: (round(scores[i], 3), -len(texts[i])))
+    return request_core(texts[best])
+
+
+_FORMAT = re.compile(
+    r"\b(?:as|in|into)\s+(?:an?\s+|one\s+|two\s+|three\s+|a short\s+)?"
+    r"((?:[\w-]+\s+){0,2}?(?:table|list|bullets?|bullet points|paragraphs?|csv|json|markdown|spreadsheet|"
+    r"email|letter|memo|slides?|checklist|pairs|summary|outline|timeline|chart|leaflet|format))\b"
+    r"|(\w+\s*(?:→|->)\s*\w+\s+pairs)",
+    re.IGNORECASE,
+)
+
+
+def preferred_output(texts: Sequence[str]) -> str:
+    """The output format the user asked for in these requests ("as a table", "crew member → van
+    pairs"), the most recent one; empty when none was named."""
+    for text in reversed(texts):
+        match = _FORMAT.search(text)
+        if match:
+            return (match.group(1) or match.group(2)).strip()
+    return ""
+
+
+_STEP_LINE = re.compile(r"^\s*(?:#{1,4}\s+|\d+[.)]\s+|[-*•]\s+)(.+?)\s*$")
+
+
+def learned_steps(*, name: str, output_format: str, example_output: str) -> list[str]:
+    """A short list of what the workflow does: the task, the answer's structure as last given (its
+    headings or first list items), and the format asked for."""
+    steps = [name]
+    structure = [m.group(1).strip(" *:")[:80] for m in map(_STEP_LINE.match, example_output.splitlines()) if m]
+    if structure:
+        steps.append("Answer in the structure used before: " + "; ".join(structure[:5]))
+    if output_format:
+        steps.append(f"Give the result as {output_format}")
+    return steps
+
+
+# --- prompt categories ----------------------------------------------------------------------------
+
+# Nearest exemplar over embeddings: a few typical requests per category (written for this, kept
+# apart from the workflow data). A prompt far from all of them is "other".
+CATEGORY_EXEMPLARS: dict[str, tuple[str, ...]] = {
+    "analysis": (
+        "What are the main risks in this plan?",
+        "Compare these two options and tell me which is better.",
+        "Why did sales drop in the third quarter?",
+        "Review this code and find the bugs.",
+        "Assess this proposal against our criteria.",
+    ),
+    "generation": (
+        "Write a blog post about our new feature.",
+        "Draft an email to the client about the delay.",
+        "Create a quiz for my students.",
+        "Come up with five names for a bakery.",
+        "Compose a short poem for a birthday card.",
+    ),
+    "lookup": (
+        "What is the capital of Australia?",
+        "When does the library open on Sundays?",
+        "Find me papers about sleep and memory.",
+        "What's the dosage of ibuprofen for adults?",
+        "Who wrote this novel?",
+    ),
+    "transformation": (
+        "Translate this paragraph into French.",
+        "Summarise this article in three bullets.",
+        "Convert this table to CSV.",
+        "Rewrite this in plain English.",
+        "Turn these notes into a report.",
+    ),
+    "communication": (
+        "Reply to this customer complaint.",
+        "How should I respond to my manager's message?",
+        "Write back to the landlord about the repair.",
+        "Help me answer this email politely.",
+        "Draft a response to this support ticket.",
+    ),
+    "planning": (
+        "Plan my week so I can finish the report.",
+        "Make a schedule for the project launch.",
+        "Give me an itinerary for three days in Rome.",
+        "Create a meal plan for next week.",
+        "What steps should I take to move house?",
+    ),
+}
+CATEGORY_MIN_SIMILARITY = 0.3  # below this to every exemplar: "other"
+
+_category_matrix: tuple[list[str], np.ndarray] | None = None
+_category_lock = threading.Lock()
+
+
+def _categories() -> tuple[list[str], np.ndarray]:
+    global _category_matrix
+    with _category_lock:
+        if _category_matrix is None:
+            labels = [label for label, texts in CATEGORY_EXEMPLARS.items() for _ in texts]
+            texts = [t for group in CATEGORY_EXEMPLARS.values() for t in group]
+            _category_matrix = (labels, get_embedder().embed(texts))
+        return _category_matrix
+
+
+def prompt_categories(vectors: np.ndarray) -> list[str]:
+    """The category of each prompt (analysis, generation, lookup, transformation, communication,
+    planning or other), by the mean of its three nearest exemplars per category."""
+    if len(vectors) == 0:
+        return []
+    labels, matrix = _categories()
+    sims = np.asarray(vectors, dtype=np.float32) @ matrix.T
+    names = list(CATEGORY_EXEMPLARS)
+    result = []
+    for row in sims:
+        scores = {}
+        for name in names:
+            own = np.sort(row[[i for i, label in enumerate(labels) if label == name]])[-3:]
+            scores[name] = float(own.mean())
+        best = max(scores, key=scores.__getitem__)
+        result.append(best if float(row.max()) >= CATEGORY_MIN_SIMILARITY else "other")
+    return result
