@@ -23,6 +23,7 @@ import numpy as np
 
 from core.embeddings import get_embedder
 from core.text import content_words, stem
+from learning.analyzer.base import AnalyzerInput, WorkflowFinding
 
 # Chosen by `python manage.py workflow_eval` (grid over both, group-wise cross-validation on
 # learning/analyzer/data/workflow_sessions.jsonl); see the README's workflow section for the figures.
@@ -253,3 +254,21 @@ def prompt_categories(vectors: np.ndarray) -> list[str]:
         best = max(scores, key=scores.__getitem__)
         result.append(best if float(row.max()) >= CATEGORY_MIN_SIMILARITY else "other")
     return result
+
+
+def workflow_finding(item: AnalyzerInput) -> WorkflowFinding | None:
+    """The workflow a request reveals when it is the same task as at least ``MIN_MATCHES`` earlier
+    requests (``item.similar_past_prompts`` holds the same-task ones: see ``same_task_matches``)."""
+    if item.match_count < MIN_MATCHES:
+        return None
+    texts = [p.summary for p in reversed(item.similar_past_prompts)] + [item.current_message]
+    output = preferred_output(texts)
+    name = workflow_name(texts)
+    similarity = max((p.similarity for p in item.similar_past_prompts), default=0.0)
+    return WorkflowFinding(
+        workflow_name=name,
+        trigger_pattern=request_core(item.current_message, words=16),
+        learned_steps=learned_steps(name=name, output_format=output, example_output=""),
+        preferred_output=output,
+        confidence=round(min(0.95, 0.4 + 0.1 * item.match_count + 0.2 * similarity), 3),
+    )

@@ -92,7 +92,7 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
             ]
         ],
         "workflows": list(
-            LearnedWorkflow.objects.filter(user=user, active=True).values(
+            LearnedWorkflow.objects.filter(user=user, active=True, visibility="private").values(
                 "id", "workflow_name", "trigger_pattern", "preferred_output", "example_input", "confidence"
             )
         ),
@@ -153,6 +153,22 @@ def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
             .exclude(visibility=Memory.Visibility.PRIVATE)
             .order_by("-confidence", "-created_at")
             .values_list("id", "kind", "content", "visibility", "project_id")
+        ],
+        "workflows": [
+            {**row, "project": row.pop("project_id")}
+            for row in LearnedWorkflow.objects.filter(active=True)
+            .exclude(visibility="private")
+            .order_by("-confidence")
+            .values(
+                "id",
+                "workflow_name",
+                "trigger_pattern",
+                "preferred_output",
+                "example_input",
+                "confidence",
+                "visibility",
+                "project_id",
+            )
         ],
         "task_examples": [
             {

@@ -71,7 +71,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
-        vectors = workflows._vectors([w for r in rows for w in content_words(r["text"])])  # noqa: SLF001 - one batch
+        vectors = workflows._vectors([w for r in rows for w in content_words(r["text"])])
         sims = {
             (i, j): workflows.task_similarity(rows[i]["text"], rows[j]["text"], vectors)
             for i, j in itertools.combinations(range(len(rows)), 2)
@@ -91,7 +91,9 @@ class Command(BaseCommand):
                 totals[key] += test[key]
             totals["wrong"] += test["wrong"]
             cross.append(test["cross_false_match"])
-            self.stdout.write(f"fold {fold}: thresholds residual>={best[0]} whole>={best[1]} -> {test['wrong'] or 'ok'}")
+            self.stdout.write(
+                f"fold {fold}: thresholds residual>={best[0]} whole>={best[1]} -> {test['wrong'] or 'ok'}"
+            )
         self.stdout.write(
             f"cross-validated ({FOLDS} folds over groups): real groups forming a workflow by the 3rd request "
             f"{totals['real']}/{totals['real_total']}; traps forming one {totals['trap']}/{totals['trap_total']}; "
