@@ -198,6 +198,9 @@ CATEGORY_EXEMPLARS: dict[str, tuple[str, ...]] = {
         "Find me papers about sleep and memory.",
         "What's the dosage of ibuprofen for adults?",
         "Who wrote this novel?",
+        "How tall is Mount Everest?",
+        "What does GDP stand for?",
+        "In which year was the company founded?",
     ),
     "transformation": (
         "Translate this paragraph into French.",
@@ -221,7 +224,7 @@ CATEGORY_EXEMPLARS: dict[str, tuple[str, ...]] = {
         "What steps should I take to move house?",
     ),
 }
-CATEGORY_MIN_SIMILARITY = 0.3  # below this to every exemplar: "other"
+CATEGORY_MIN_SIMILARITY = 0.15  # below this to every exemplar: "other"
 
 _category_matrix: tuple[list[str], np.ndarray] | None = None
 _category_lock = threading.Lock()
