@@ -14,10 +14,16 @@ cross-validation over groups (``python manage.py workflow_eval``).
 
 from __future__ import annotations
 
+import itertools
+import json
+import math
 import re
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -25,15 +31,29 @@ from core.embeddings import get_embedder
 from core.text import content_words, stem
 from learning.analyzer.base import AnalyzerInput, WorkflowFinding
 
-# Chosen by `python manage.py workflow_eval` (grid over both, group-wise cross-validation on
-# learning/analyzer/data/workflow_sessions.jsonl); see the README's workflow section for the figures.
+# Chosen with `python manage.py workflow_eval` (group-wise cross-validation on
+# learning/analyzer/data/workflow_sessions.jsonl, with a cost on cross-task matches); see the README.
 RESIDUAL_MIN = 0.36  # the words the requests do not share must still align this well
-WHOLE_MIN = 0.30  # and the requests as a whole
+SCORE_MIN = 0.7  # residual alignment + sentence cosine
 MIN_MATCHES = 2  # same-task past requests; with the current one, three of a kind
 
 _word_vectors: dict[str, np.ndarray] = {}
 _word_lock = threading.Lock()
 _WORD_CACHE_MAX = 50_000  # words, about 75 MB of float32 at 384 dimensions
+_BACKGROUND = Path(__file__).parent / "data" / "labelled_messages.jsonl"
+
+
+@lru_cache(maxsize=1)
+def _document_frequency() -> tuple[Counter[str], int]:
+    """How many messages of a broad background set (589 messages in many voices) use each word:
+    "write", "need", "give" align with everything and say little about the task."""
+    texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
+    return Counter(w for t in texts for w in set(content_words(t))), len(texts)
+
+
+def _idf(word: str) -> float:
+    counts, total = _document_frequency()
+    return math.log((total + 1) / (counts[word] + 1)) + 1.0
 
 
 def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
@@ -51,48 +71,71 @@ def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
 
 
 def _align(a: list[str], b: list[str], vectors: dict[str, np.ndarray]) -> float:
-    """Symmetric mean of each word's best cosine to a word on the other side (0 when one is empty)."""
+    """Symmetric, IDF-weighted mean of each word's best cosine to a word on the other side (0 when
+    one side is empty)."""
     if not a or not b:
         return 0.0
-    left = np.vstack([vectors[w] for w in a])
-    right = np.vstack([vectors[w] for w in b])
-    sims = left @ right.T
-    return float((sims.max(axis=1).mean() + sims.max(axis=0).mean()) / 2)
+    sims = np.vstack([vectors[w] for w in a]) @ np.vstack([vectors[w] for w in b]).T
+    weight_a = np.array([_idf(w) for w in a])
+    weight_b = np.array([_idf(w) for w in b])
+    left = float((sims.max(axis=1) * weight_a).sum() / weight_a.sum())
+    right = float((sims.max(axis=0) * weight_b).sum() / weight_b.sum())
+    return (left + right) / 2
 
 
 @dataclass(frozen=True)
 class TaskSimilarity:
     whole: float  # all content words aligned
     residual: float  # the words the two do not share, aligned
+    sentence: float  # cosine of the sentence embeddings (0 when not given)
+
+    @property
+    def score(self) -> float:
+        return self.residual + self.sentence
 
     @property
     def same_task(self) -> bool:
-        return self.residual >= RESIDUAL_MIN and self.whole >= WHOLE_MIN
+        return self.residual >= RESIDUAL_MIN and self.score >= SCORE_MIN
 
 
-def task_similarity(a: str, b: str, vectors: dict[str, np.ndarray] | None = None) -> TaskSimilarity:
-    """How alike two requests are as tasks (see the module docstring)."""
+def task_similarity(
+    a: str, b: str, vectors: dict[str, np.ndarray] | None = None, sentence: float | None = None
+) -> TaskSimilarity:
+    """How alike two requests are as tasks (see the module docstring); ``sentence`` is the cosine of
+    their sentence embeddings when the caller has them (computed here otherwise)."""
     words_a, words_b = content_words(a), content_words(b)
     vectors = vectors if vectors is not None else _vectors(words_a + words_b)
+    if sentence is None:
+        pair = get_embedder().embed([a, b])
+        sentence = float(pair[0] @ pair[1])
     shared = {stem(w) for w in words_a} & {stem(w) for w in words_b}
     rest_a = [w for w in words_a if stem(w) not in shared]
     rest_b = [w for w in words_b if stem(w) not in shared]
     whole = _align(words_a, words_b, vectors)
     # One request's words all inside the other's: nothing is left to differ, the whole decides.
     residual = _align(rest_a, rest_b, vectors) if rest_a and rest_b else whole
-    return TaskSimilarity(whole=round(whole, 4), residual=round(residual, 4))
+    return TaskSimilarity(whole=round(whole, 4), residual=round(residual, 4), sentence=round(sentence, 4))
 
 
-def same_task_matches(text: str, candidates: Sequence[str]) -> list[tuple[int, TaskSimilarity]]:
-    """The indexes of the candidates that are the same kind of task as ``text``, with their similarity."""
+def same_task_matches(
+    text: str, candidates: Sequence[str], vector: np.ndarray, candidate_vectors: Sequence[np.ndarray]
+) -> list[tuple[int, TaskSimilarity]]:
+    """The candidates that are the same kind of task as ``text`` *and* as another such candidate:
+    a request counts toward a workflow only inside a triangle of mutual matches, which keeps one
+    loose pairwise match from pulling unrelated requests together."""
     words = content_words(text) + [w for c in candidates for w in content_words(c)]
     vectors = _vectors(words)
-    found = []
+    direct = []
     for index, candidate in enumerate(candidates):
-        similarity = task_similarity(text, candidate, vectors)
+        similarity = task_similarity(text, candidate, vectors, float(np.dot(vector, candidate_vectors[index])))
         if similarity.same_task:
-            found.append((index, similarity))
-    return found
+            direct.append((index, similarity))
+    kept = set()
+    for (i, _), (j, _) in itertools.combinations(direct, 2):
+        sentence = float(np.dot(candidate_vectors[i], candidate_vectors[j]))
+        if task_similarity(candidates[i], candidates[j], vectors, sentence).same_task:
+            kept |= {i, j}
+    return [(i, similarity) for i, similarity in direct if i in kept]
 
 
 # --- naming -------------------------------------------------------------------------------------
@@ -132,7 +175,8 @@ def workflow_name(texts: Sequence[str]) -> str:
         return request_core(texts[0])
     vectors = _vectors([w for t in texts for w in content_words(t)])
     scores = [
-        sum(task_similarity(a, b, vectors).whole for j, b in enumerate(texts) if j != i) for i, a in enumerate(texts)
+        sum(task_similarity(a, b, vectors, 0.0).whole for j, b in enumerate(texts) if j != i)
+        for i, a in enumerate(texts)
     ]
     # Ties go to the shorter request: fewer incidental details.
     best = max(range(len(texts)), key=lambda i: (round(scores[i], 3), -len(texts[i])))

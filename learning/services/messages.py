@@ -154,7 +154,8 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
         window = [
             p for p in pattern_window(user_id=message.user_id, exclude_message_id=message.pk) if p.embedding is not None
         ]
-        for index, _ in same_task_matches(message.content, [p.prompt_summary for p in window]):
+        texts, window_vectors = [p.prompt_summary for p in window], [p.embedding for p in window]
+        for index, _ in same_task_matches(message.content, texts, vector, window_vectors):
             pattern = window[index]
             similarity = float(np.dot(vector, pattern.embedding))
             similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))

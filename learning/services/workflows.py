@@ -58,7 +58,17 @@ def workflow_learn(
     with transaction.atomic():
         changed_after_commit(user.pk)
         known = list(LearnedWorkflow.objects.select_for_update().filter(user=user, visibility=PRIVATE))
-        matches = detection.same_task_matches(message.content, [w.example_input or w.trigger_pattern for w in known])
+        matches = [
+            (i, similarity)
+            for i, w in enumerate(known)
+            if (
+                similarity := detection.task_similarity(
+                    message.content,
+                    w.example_input or w.trigger_pattern,
+                    sentence=float(np.dot(vector, w.embedding)) if w.embedding is not None else 0.0,
+                )
+            ).same_task
+        ]
         if not matches:
             texts = [m.content for m in requests]
             example_input, example_output = _example(requests)
@@ -76,7 +86,7 @@ def workflow_learn(
                 confidence=round(min(0.95, finding.confidence), 4),
                 embedding=centroid,
             )
-        index, _ = max(matches, key=lambda m: m[1].whole)
+        index, _ = max(matches, key=lambda m: m[1].score)
         best = known[index]
         # The name stays as first given: a workflow the user knows by name does not drift.
         fields = ["embedding", "times_detected", "confidence", "updated_at"]
