@@ -155,20 +155,17 @@ def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
             .values_list("id", "kind", "content", "visibility", "project_id")
         ],
         "workflows": [
-            {**row, "project": row.pop("project_id")}
-            for row in LearnedWorkflow.objects.filter(active=True)
-            .exclude(visibility="private")
-            .order_by("-confidence")
-            .values(
-                "id",
-                "workflow_name",
-                "trigger_pattern",
-                "preferred_output",
-                "example_input",
-                "confidence",
-                "visibility",
-                "project_id",
-            )
+            {
+                "id": pk,
+                "workflow_name": name,
+                "trigger_pattern": trigger,
+                "preferred_output": output,
+                "example_input": example,
+                "confidence": confidence,
+                "visibility": visibility,
+                "project": project_id,
+            }
+            for pk, name, trigger, output, example, confidence, visibility, project_id in _shared_workflow_rows()
         ],
         "task_examples": [
             {
@@ -185,3 +182,22 @@ def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
     cache.set(key, shared, timeout=learning_settings.CONTEXT_CACHE_SECONDS)
     _shared_memo = (version, shared)
     return shared
+
+
+def _shared_workflow_rows() -> list[tuple]:
+    """Workflows shared with a project or the team (copies made by applied promotions)."""
+    return list(
+        LearnedWorkflow.objects.filter(active=True)
+        .exclude(visibility="private")
+        .order_by("-confidence")
+        .values_list(
+            "id",
+            "workflow_name",
+            "trigger_pattern",
+            "preferred_output",
+            "example_input",
+            "confidence",
+            "visibility",
+            "project_id",
+        )
+    )

@@ -152,12 +152,14 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
         now = timezone.now()
         # Same task, whatever the wording: see learning.analyzer.workflows.
         window = [
-            p for p in pattern_window(user_id=message.user_id, exclude_message_id=message.pk) if p.embedding is not None
+            (p, p.embedding)
+            for p in pattern_window(user_id=message.user_id, exclude_message_id=message.pk)
+            if p.embedding is not None
         ]
-        texts, window_vectors = [p.prompt_summary for p in window], [p.embedding for p in window]
+        texts, window_vectors = [p.prompt_summary for p, _ in window], [e for _, e in window]
         for index, _ in same_task_matches(message.content, texts, vector, window_vectors):
-            pattern = window[index]
-            similarity = float(np.dot(vector, pattern.embedding))
+            pattern, embedding = window[index]
+            similarity = float(np.dot(vector, embedding))
             similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))
             similar_patterns.append(pattern)
         similar.sort(key=lambda p: -p.similarity)

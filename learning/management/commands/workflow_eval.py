@@ -41,7 +41,7 @@ class _Replay:
         return [(a, b) for a, b in itertools.combinations(matched, 2) if self.same(a, b)]
 
     def groups(self, groups: list[str]) -> dict:
-        out = {"real": 0, "real_total": 0, "trap": 0, "trap_total": 0, "wrong": []}
+        out: dict[str, Any] = {"real": 0, "real_total": 0, "trap": 0, "trap_total": 0, "wrong": []}
         for group in groups:
             members = sorted((i for i, r in enumerate(self.rows) if r["group"] == group), key=self._day)
             is_trap = self.rows[members[0]]["trap"]
