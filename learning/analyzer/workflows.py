@@ -148,10 +148,21 @@ _OPENERS = re.compile(
 )
 _DEICTIC = re.compile(
     r"\s*(?:,|—|–|-|\(|:)?\s*\b(?:notes?|email|link|transcript|details?|file|text|info)?\s*"
-    r"(?:below|above|attached|pasted|here)\b\.?",
+    r"(?:below|above|attached|pasted|here(?!'s))\b\.?",
     re.IGNORECASE,
 )
 _DETERMINER = re.compile(r"\b(?:this|these|that|those|my|our|today's|this week's)\b", re.IGNORECASE)
+_DANGLING = frozenset(
+    "a an the of on for from to with in into about and or by at my our your their this that these each every".split()
+)
+# Grammar, not content: a request phrased as a question or a statement about oneself names its task
+# less well than an imperative one ("Match the bank lines..." over "Which payments...?").
+_NOT_IMPERATIVE = re.compile(
+    r"^(?:what|which|who|whom|how|why|when|where|is|are|was|were|do|does|did|can|could|would|should|"
+    r"i|i'm|im|i've|we|we're|we've|my|our|here|here's|there|it|this|these|the|a|an)\b",
+    re.IGNORECASE,
+)
+_INTRO = re.compile(r"^(?:from|in|on|for|using|based on|given|with)\b[^,]{0,60},\s*", re.IGNORECASE)
 _TAIL = re.compile(r"\s*(?:[,;:?!—–(]| - | pls\b| please\b).*$", re.IGNORECASE)
 
 
@@ -160,10 +171,13 @@ def request_core(text: str, words: int = 8) -> str:
     attachment ("notes below"), no trailing clause; capitalised, at most ``words`` words."""
     trimmed = _OPENERS.sub("", " ".join(text.split()))
     trimmed = _DEICTIC.sub("", trimmed)
+    trimmed = _INTRO.sub("", trimmed)
     trimmed = _TAIL.sub("", trimmed).strip(" .")
     trimmed = _DETERMINER.sub("the", trimmed)
     trimmed = re.sub(r"\bthe the\b", "the", trimmed)
     kept = trimmed.split()[:words] or text.split()[:words]
+    while len(kept) > 2 and kept[-1].lower().strip(".,;:!?") in _DANGLING:
+        kept.pop()  # "... on the" / "... for": a cut never ends on a function word
     name = " ".join(kept).rstrip(".,;:!?")
     return name[:1].upper() + name[1:]
 
@@ -178,8 +192,13 @@ def workflow_name(texts: Sequence[str]) -> str:
         sum(task_similarity(a, b, vectors, 0.0).whole for j, b in enumerate(texts) if j != i)
         for i, a in enumerate(texts)
     ]
-    # Ties go to the shorter request: fewer incidental details.
-    best = max(range(len(texts)), key=lambda i: (round(scores[i], 3), -len(texts[i])))
+
+    # Imperative requests first, then the most central; ties go to the shorter (fewer details).
+    def rank(i: int) -> tuple[bool, float, int]:
+        core = _OPENERS.sub("", texts[i].strip())
+        return (not _NOT_IMPERATIVE.match(core) and "?" not in texts[i], round(scores[i], 3), -len(texts[i]))
+
+    best = max(range(len(texts)), key=rank)
     return request_core(texts[best])
 
 
@@ -187,7 +206,7 @@ _FORMAT = re.compile(
     r"\b(?:as|in|into)\s+(?:an?\s+|one\s+|two\s+|three\s+|a short\s+)?"
     r"((?:[\w-]+\s+){0,2}?(?:table|list|bullets?|bullet points|paragraphs?|csv|json|markdown|spreadsheet|"
     r"email|letter|memo|slides?|checklist|pairs|summary|outline|timeline|chart|leaflet|format))\b"
-    r"|(\w+\s*(?:→|->)\s*\w+\s+pairs)",
+    r"|((?:\w+\s+)?\w+\s*(?:→|->)\s*\w+\s+pairs)",
     re.IGNORECASE,
 )
 

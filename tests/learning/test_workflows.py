@@ -186,3 +186,31 @@ def test_prompt_categories(embedder, text, category):
 def test_category_is_stored_at_analysis_time(user, observe):
     message, _ = observe(user, "What year did the Berlin Wall fall?")
     assert PromptPattern.objects.get(message=message).prompt_category == "lookup"
+
+
+@pytest.mark.parametrize(
+    ("texts", "name"),
+    [
+        (
+            [
+                "Which driver is on which truck in this week's rota?",
+                "From the roster below, list each driver with their van.",
+                "who's driving what this week? roster attached",
+            ],
+            "List each driver with their van",
+        ),
+        (
+            ["Hi! Could you draft the weekly newsletter for the allotment club — notes below"],
+            "Draft the weekly newsletter for the allotment club",
+        ),
+    ],
+)
+def test_a_workflow_is_named_by_its_clearest_request(texts, name):
+    assert detection.workflow_name(texts) == name
+
+
+def test_the_workflow_list_says_whether_a_workflow_is_shared(world):
+    LearnedWorkflowFactory(user=world.owner)
+    response = world.client("owner").get("/api/v1/workflows")
+    assert response.status_code == 200
+    assert [w["visibility"] for w in response.json()["workflows"]] == ["private"]
