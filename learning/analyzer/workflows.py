@@ -57,27 +57,42 @@ def _idf(word: str) -> float:
 
 
 def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
-    """Embeddings of single words, computed once per process."""
+    """Embeddings of single words, computed once per process (the cache starts over when full)."""
     with _word_lock:
-        missing = sorted({w for w in words if w not in _word_vectors})
+        if len(_word_vectors) > _WORD_CACHE_MAX:
+            _word_vectors.clear()
+        known = {w: _word_vectors[w] for w in words if w in _word_vectors}
+    missing = sorted({w for w in words if w not in known})
     if missing:
-        vectors = get_embedder().embed(missing)
+        fresh = dict(zip(missing, get_embedder().embed(missing), strict=True))
         with _word_lock:
-            if len(_word_vectors) + len(missing) > _WORD_CACHE_MAX:
-                _word_vectors.clear()
-            _word_vectors.update(zip(missing, vectors, strict=True))
-    with _word_lock:
-        return {w: _word_vectors[w] for w in words if w in _word_vectors}
+            _word_vectors.update(fresh)
+        known.update(fresh)
+    return known
 
 
-def _align(a: list[str], b: list[str], vectors: dict[str, np.ndarray]) -> float:
+@dataclass(frozen=True)
+class _Prepared:
+    """A request's content words, their stems, embeddings (rows) and IDF weights."""
+
+    stems: tuple[str, ...]
+    matrix: np.ndarray
+    weights: np.ndarray
+
+
+@lru_cache(maxsize=8192)  # a user's window is compared again with each new message
+def _prepare(text: str) -> _Prepared:
+    words = content_words(text)
+    vectors = _vectors(words)
+    matrix = np.vstack([vectors[w] for w in words]) if words else np.zeros((0, 384), dtype=np.float32)
+    return _Prepared(tuple(stem(w) for w in words), matrix, np.array([_idf(w) for w in words]))
+
+
+def _align(sims: np.ndarray, weight_a: np.ndarray, weight_b: np.ndarray) -> float:
     """Symmetric, IDF-weighted mean of each word's best cosine to a word on the other side (0 when
     one side is empty)."""
-    if not a or not b:
+    if sims.size == 0:
         return 0.0
-    sims = np.vstack([vectors[w] for w in a]) @ np.vstack([vectors[w] for w in b]).T
-    weight_a = np.array([_idf(w) for w in a])
-    weight_b = np.array([_idf(w) for w in b])
     left = float((sims.max(axis=1) * weight_a).sum() / weight_a.sum())
     right = float((sims.max(axis=0) * weight_b).sum() / weight_b.sum())
     return (left + right) / 2
@@ -87,7 +102,7 @@ def _align(a: list[str], b: list[str], vectors: dict[str, np.ndarray]) -> float:
 class TaskSimilarity:
     whole: float  # all content words aligned
     residual: float  # the words the two do not share, aligned
-    sentence: float  # cosine of the sentence embeddings (0 when not given)
+    sentence: float  # cosine of the sentence embeddings
 
     @property
     def score(self) -> float:
@@ -98,23 +113,28 @@ class TaskSimilarity:
         return self.residual >= RESIDUAL_MIN and self.score >= SCORE_MIN
 
 
-def task_similarity(
-    a: str, b: str, vectors: dict[str, np.ndarray] | None = None, sentence: float | None = None
-) -> TaskSimilarity:
+def _similarity(a: _Prepared, b: _Prepared, sentence: float) -> TaskSimilarity:
+    sims = a.matrix @ b.matrix.T
+    whole = _align(sims, a.weights, b.weights)
+    shared = set(a.stems) & set(b.stems)
+    keep_a = np.array([s not in shared for s in a.stems], dtype=bool)
+    keep_b = np.array([s not in shared for s in b.stems], dtype=bool)
+    # One request's words all inside the other's: nothing is left to differ, the whole decides.
+    residual = (
+        _align(sims[np.ix_(keep_a, keep_b)], a.weights[keep_a], b.weights[keep_b])
+        if keep_a.any() and keep_b.any()
+        else whole
+    )
+    return TaskSimilarity(whole=round(whole, 4), residual=round(residual, 4), sentence=round(sentence, 4))
+
+
+def task_similarity(a: str, b: str, sentence: float | None = None) -> TaskSimilarity:
     """How alike two requests are as tasks (see the module docstring); ``sentence`` is the cosine of
     their sentence embeddings when the caller has them (computed here otherwise)."""
-    words_a, words_b = content_words(a), content_words(b)
-    vectors = vectors if vectors is not None else _vectors(words_a + words_b)
     if sentence is None:
         pair = get_embedder().embed([a, b])
         sentence = float(pair[0] @ pair[1])
-    shared = {stem(w) for w in words_a} & {stem(w) for w in words_b}
-    rest_a = [w for w in words_a if stem(w) not in shared]
-    rest_b = [w for w in words_b if stem(w) not in shared]
-    whole = _align(words_a, words_b, vectors)
-    # One request's words all inside the other's: nothing is left to differ, the whole decides.
-    residual = _align(rest_a, rest_b, vectors) if rest_a and rest_b else whole
-    return TaskSimilarity(whole=round(whole, 4), residual=round(residual, 4), sentence=round(sentence, 4))
+    return _similarity(_prepare(a), _prepare(b), sentence)
 
 
 def same_task_matches(
@@ -123,17 +143,18 @@ def same_task_matches(
     """The candidates that are the same kind of task as ``text`` *and* as another such candidate:
     a request counts toward a workflow only inside a triangle of mutual matches, which keeps one
     loose pairwise match from pulling unrelated requests together."""
-    words = content_words(text) + [w for c in candidates for w in content_words(c)]
-    vectors = _vectors(words)
+    _vectors(content_words(text) + [w for c in candidates for w in content_words(c)])  # one batch for new words
+    prepared = [_prepare(c) for c in candidates]
+    own = _prepare(text)
     direct = []
-    for index, candidate in enumerate(candidates):
-        similarity = task_similarity(text, candidate, vectors, float(np.dot(vector, candidate_vectors[index])))
+    for index, other in enumerate(prepared):
+        similarity = _similarity(own, other, float(np.dot(vector, candidate_vectors[index])))
         if similarity.same_task:
             direct.append((index, similarity))
     kept = set()
     for (i, _), (j, _) in itertools.combinations(direct, 2):
         sentence = float(np.dot(candidate_vectors[i], candidate_vectors[j]))
-        if task_similarity(candidates[i], candidates[j], vectors, sentence).same_task:
+        if _similarity(prepared[i], prepared[j], sentence).same_task:
             kept |= {i, j}
     return [(i, similarity) for i, similarity in direct if i in kept]
 
@@ -187,11 +208,8 @@ def workflow_name(texts: Sequence[str]) -> str:
     align best with all the others), trimmed to its verb-object phrase."""
     if len(texts) == 1:
         return request_core(texts[0])
-    vectors = _vectors([w for t in texts for w in content_words(t)])
-    scores = [
-        sum(task_similarity(a, b, vectors, 0.0).whole for j, b in enumerate(texts) if j != i)
-        for i, a in enumerate(texts)
-    ]
+    _vectors([w for t in texts for w in content_words(t)])
+    scores = [sum(task_similarity(a, b, 0.0).whole for j, b in enumerate(texts) if j != i) for i, a in enumerate(texts)]
 
     # Imperative requests first, then the most central; ties go to the shorter (fewer details).
     def rank(i: int) -> tuple[bool, float, int]:

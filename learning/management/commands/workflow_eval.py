@@ -91,9 +91,9 @@ class Command(BaseCommand):
         rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
         texts = [r["text"] for r in rows]
         sentence = get_embedder().embed(texts)
-        vectors = workflows._vectors([w for t in texts for w in content_words(t)])
+        workflows._vectors([w for t in texts for w in content_words(t)])
         sims = {
-            (i, j): workflows.task_similarity(texts[i], texts[j], vectors, float(sentence[i] @ sentence[j]))
+            (i, j): workflows.task_similarity(texts[i], texts[j], float(sentence[i] @ sentence[j]))
             for i, j in itertools.combinations(range(len(rows)), 2)
         }
         groups = sorted({r["group"] for r in rows})
