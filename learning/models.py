@@ -129,6 +129,16 @@ class LearnedWorkflow(models.Model):
     active = models.BooleanField(default=True)
     # Mean embedding of the prompts that made it: how later prompts are matched to it.
     embedding = EmbeddingField(null=True, blank=True)
+    # A private workflow is its user's; a shared copy (made by an applied ``workflow`` promotion)
+    # reaches the members of its project (or everyone, for ``team``) and keeps its source.
+    visibility = models.CharField(
+        max_length=10, choices=[("private", "private"), ("team", "team"), ("project", "project")], default="private"
+    )
+    project = models.ForeignKey(
+        "accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="shared_workflows"
+    )
+    shared_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="copies")
+    promotion_id = models.UUIDField(null=True, blank=True, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -19,10 +19,11 @@ from core.ids import parse_uuid
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services.task_feedback import task_feedback_set_promoted
 from learning.context.cache import context_invalidate_shared
-from learning.models import AgentLearning, Memory
+from learning.models import AgentLearning, LearnedWorkflow, Memory
 from learning.safety import steering_reasons
 from learning.services.agent import agent_learning_create, agent_learning_set_status
 from learning.services.memories import memory_share_apply, memory_share_check, memory_share_set_status
+from learning.services.workflows import workflow_share_apply, workflow_share_check, workflow_share_set_status
 from promotions.models import OPEN_STATUSES, LearningPromotion
 from retrieval.models import Chunk, RetrievalWeight, WeightStatus
 from retrieval.services import weight_create, weight_set_status
@@ -247,11 +248,46 @@ class AgentLearningWriter:
         agent_learning_set_status(promotion_id=promotion.pk, status=AgentLearning.Status.RETIRED)
 
 
+class WorkflowWriter:
+    """A private learned workflow shared as a copy that reaches a project's members (or everybody,
+    for ``team``) in their context (``user_learned_workflows``)."""
+
+    subject_types: tuple[str, ...] = ("workflow",)
+
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(learning.get("project") or "", str) or not isinstance(learning.get("visibility", ""), str):
+            raise ApplicationError("project and visibility must be text.", field="proposed_learning")
+        project = None
+        if learning.get("project"):
+            project = Project.objects.filter(slug=learning["project"]).first()
+            if project is None:
+                raise ApplicationError(f"No project {learning['project']!r}.", field="project")
+        return workflow_share_check(
+            workflow_id=subject_id, visibility=str(learning.get("visibility", "project")), project=project
+        )
+
+    def apply(self, promotion: LearningPromotion) -> Destination:
+        row = workflow_share_apply(
+            promotion_id=promotion.pk, workflow_id=promotion.subject_id, learning=promotion.proposed_learning
+        )
+        return Destination(table=LearnedWorkflow._meta.db_table, record_id=str(row.pk))
+
+    def pause(self, promotion: LearningPromotion) -> None:
+        workflow_share_set_status(promotion_id=promotion.pk, active=False)
+
+    def resume(self, promotion: LearningPromotion) -> None:
+        workflow_share_set_status(promotion_id=promotion.pk, active=True)
+
+    def retire(self, promotion: LearningPromotion) -> None:
+        workflow_share_set_status(promotion_id=promotion.pk, active=False, missing_ok=True)
+
+
 WRITERS: dict[str, DestinationWriter] = {
     "task_example": TaskExampleWriter(),
     "retrieval_weight": RetrievalWeightWriter(),
     "memory": MemoryWriter(),
     "agent_learning": AgentLearningWriter(),
+    "workflow": WorkflowWriter(),
 }
 
 

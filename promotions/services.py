@@ -209,6 +209,23 @@ def memory_share_propose(
     )
 
 
+def workflow_share_propose(
+    *, actor: Actor, workflow_id: int, visibility: str, project: Project | None, notes: str = ""
+) -> tuple[LearningPromotion, bool]:
+    """An owner asks for a private learned workflow to be shared with a project or team: a
+    ``workflow`` candidate for review (the open one, if it has one). Ownership is the caller's check."""
+    return promotion_propose(
+        actor=actor,
+        promotion_type="workflow",
+        subject_type="workflow",
+        subject_id=str(workflow_id),
+        proposed_learning={"visibility": visibility, "project": project.slug if project else None},
+        project=project,
+        risk_level="medium",
+        notes=notes,
+    )
+
+
 def promotion_transition(
     *, actor: Actor, promotion_id: str, action: str, notes: str = "", superseded_by: str | None = None
 ) -> LearningPromotion:

@@ -18,18 +18,16 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from core.embeddings import get_embedder
-from core.text import summarize
 from learning.analyzer import catalog, exemplars
 from learning.analyzer.base import (
     Analysis,
     AnalyzerInput,
     MemoryFinding,
     PreferenceFinding,
-    WorkflowFinding,
 )
+from learning.analyzer.workflows import workflow_finding
 
 TYPES = ("preference", "correction", "pain_point", "memory", "none")
-WORKFLOW_MIN_MATCHES = 2  # similar past prompts; with this one, three of a kind
 STYLE_SIMILARITY = 0.55  # a correction "states a style" when this close to a catalog phrasing
 
 _WORD = re.compile(r"[a-z']+")
@@ -183,18 +181,11 @@ class LocalAnalyzer:
                 reasoning="a durable personal statement worth remembering",
                 analyzer=self.name,
             )
-        if item.match_count >= WORKFLOW_MIN_MATCHES:
-            similarity = max((p.similarity for p in item.similar_past_prompts), default=0.0)
-            name = summarize(text, words=6)
+        workflow = workflow_finding(item)
+        if workflow is not None:
             return Analysis(
                 detected="workflow",
-                workflow=WorkflowFinding(
-                    workflow_name=name,
-                    trigger_pattern=summarize(text, words=14),
-                    learned_steps=[f"Recognise requests like: {summarize(text, words=14)}"],
-                    preferred_output="",
-                    confidence=round(min(0.95, 0.4 + 0.1 * item.match_count + 0.2 * similarity), 3),
-                ),
+                workflow=workflow,
                 confidence=confidence,
                 reasoning=f"the same kind of request seen {item.match_count + 1} times",
                 analyzer=self.name,

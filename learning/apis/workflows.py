@@ -26,6 +26,7 @@ class WorkflowOutputSerializer(serializers.Serializer):
     last_used_at = serializers.DateTimeField(allow_null=True)
     confidence = serializers.FloatField()
     active = serializers.BooleanField()
+    visibility = serializers.CharField(help_text="private, or project/team for a copy shared through a promotion")
 
 
 class WorkflowsOutputSerializer(serializers.Serializer):

@@ -86,8 +86,14 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
     context = Context(preferences=list(ingredients["preferences"]))
     best = learning_settings.WORKFLOW_CONTEXT_MIN_SIMILARITY
     workflow = None
+    # A shared workflow reaches its project's members (a team one, everybody), as shared memories do.
+    reachable = list(ingredients["workflows"]) + [
+        w
+        for w in shared.get("workflows", [])
+        if w["visibility"] == "team" or (scope.project_id is not None and w["project"] == scope.project_id)
+    ]
     if message:
-        for candidate in ingredients["workflows"]:
+        for candidate in reachable:
             similarity = max(
                 lexical_similarity(message, candidate["trigger_pattern"]),
                 lexical_similarity(message, candidate["example_input"]),

@@ -92,7 +92,7 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
             ]
         ],
         "workflows": list(
-            LearnedWorkflow.objects.filter(user=user, active=True).values(
+            LearnedWorkflow.objects.filter(user=user, active=True, visibility="private").values(
                 "id", "workflow_name", "trigger_pattern", "preferred_output", "example_input", "confidence"
             )
         ),
@@ -154,6 +154,19 @@ def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
             .order_by("-confidence", "-created_at")
             .values_list("id", "kind", "content", "visibility", "project_id")
         ],
+        "workflows": [
+            {
+                "id": pk,
+                "workflow_name": name,
+                "trigger_pattern": trigger,
+                "preferred_output": output,
+                "example_input": example,
+                "confidence": confidence,
+                "visibility": visibility,
+                "project": project_id,
+            }
+            for pk, name, trigger, output, example, confidence, visibility, project_id in _shared_workflow_rows()
+        ],
         "task_examples": [
             {
                 "id": str(pk),
@@ -169,3 +182,22 @@ def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
     cache.set(key, shared, timeout=learning_settings.CONTEXT_CACHE_SECONDS)
     _shared_memo = (version, shared)
     return shared
+
+
+def _shared_workflow_rows() -> list[tuple]:
+    """Workflows shared with a project or the team (copies made by applied promotions)."""
+    return list(
+        LearnedWorkflow.objects.filter(active=True)
+        .exclude(visibility="private")
+        .order_by("-confidence")
+        .values_list(
+            "id",
+            "workflow_name",
+            "trigger_pattern",
+            "preferred_output",
+            "example_input",
+            "confidence",
+            "visibility",
+            "project_id",
+        )
+    )

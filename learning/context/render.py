@@ -15,6 +15,21 @@ def notice(instruction: str) -> str:
     return f"[Intel] Applying learned preference: {quoted(instruction)}"
 
 
+def workflow_block(workflow: dict) -> str:
+    """A known workflow in the source design's format: what it is, its trigger, the output format,
+    and the offer to help proactively. Its texts come from the user's own requests, so they are quoted."""
+    name = quoted(workflow["workflow_name"], 200)
+    lines = [
+        f"[Known Workflow: {quoted(workflow['workflow_name'], 200)[1:-1]}]",
+        "The user regularly asks for this. The current message looks like another request of this kind.",
+        f"Trigger: requests like {quoted(workflow['trigger_pattern'], 300)}",
+    ]
+    if workflow.get("preferred_output"):
+        lines.append(f"Output format: {quoted(workflow['preferred_output'], 200)}")
+    lines.append(f"If this message matches, offer to do {name} the way the user usually wants it, without being asked.")
+    return "\n".join(lines)
+
+
 def context_render(context: Context) -> list[str]:
     """The blocks of the context's text, most essential first; joined by a blank line."""
     blocks = []
@@ -32,11 +47,7 @@ def context_render(context: Context) -> list[str]:
             )
         )
     if context.workflow is not None:
-        workflow = context.workflow
-        lines = [f"[Known Workflow: {workflow['workflow_name']}]", f"Trigger: {workflow['trigger_pattern']}"]
-        if workflow["preferred_output"]:
-            lines.append(f"Output format: {workflow['preferred_output']}")
-        blocks.append("\n".join(lines))
+        blocks.append(workflow_block(context.workflow))
     if context.agent_learnings:
         blocks.append(
             "[Lessons From Reviewed Feedback]\n"

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("learning", "0006_copy_command_runs_from_events"),
+        ("learning", "0008_workflow_details"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -22,6 +22,7 @@ from learning.analyzer.base import (
     AnalyzerInput,
     SimilarPrompt,
 )
+from learning.analyzer.workflows import prompt_categories, same_task_matches
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
@@ -141,21 +142,26 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
 
     # Model work outside any transaction: one forward pass for the whole batch.
     vectors = get_embedder().embed([m.content for m in messages])
+    categories = prompt_categories(vectors)
     analyzer = get_analyzer()
     results: dict[str, Analysis] = {}
-    for message, vector in zip(messages, vectors, strict=True):
+    for message, vector, category in zip(messages, vectors, categories, strict=True):
         # The window is read per message, so a batch sees its own earlier messages.
         similar: list[SimilarPrompt] = []
-        similar_vectors: list[np.ndarray] = []
+        similar_patterns: list[PromptPattern] = []
         now = timezone.now()
-        for pattern in pattern_window(user_id=message.user_id, exclude_message_id=message.pk):
-            if pattern.embedding is None:
-                continue
-            similarity = float(np.dot(vector, pattern.embedding))
-            if similarity >= learning_settings.WORKFLOW_SIMILARITY:
-                days = (now - pattern.created_at).days
-                similar.append(SimilarPrompt(pattern.prompt_summary, days, round(similarity, 3)))
-                similar_vectors.append(pattern.embedding)
+        # Same task, whatever the wording: see learning.analyzer.workflows.
+        window = [
+            (p, p.embedding)
+            for p in pattern_window(user_id=message.user_id, exclude_message_id=message.pk)
+            if p.embedding is not None
+        ]
+        texts, window_vectors = [p.prompt_summary for p, _ in window], [e for _, e in window]
+        for index, _ in same_task_matches(message.content, texts, vector, window_vectors):
+            pattern, embedding = window[index]
+            similarity = float(np.dot(vector, embedding))
+            similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))
+            similar_patterns.append(pattern)
         similar.sort(key=lambda p: -p.similarity)
         data = AnalyzerInput(
             current_message=message.content,
@@ -176,8 +182,10 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
             )
             if locked.analyzed_at is not None:
                 continue  # another delivery got here first
-            PromptPattern.objects.filter(message_id=message.pk).update(embedding=vector.astype(np.float32).tobytes())
-            _apply(locked, analysis, vector, similar_vectors)
+            PromptPattern.objects.filter(message_id=message.pk).update(
+                embedding=vector.astype(np.float32).tobytes(), prompt_category=category
+            )
+            _apply(locked, analysis, vector, similar_patterns)
             locked.analyzed_at = timezone.now()
             locked.analysis = analysis.as_dict()
             locked.save(update_fields=["analyzed_at", "analysis"])
@@ -187,7 +195,7 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     return results
 
 
-def _apply(message: ChatMessage, analysis: Analysis, vector: np.ndarray, similar_vectors: list[np.ndarray]) -> None:
+def _apply(message: ChatMessage, analysis: Analysis, vector: np.ndarray, similar_patterns: list[PromptPattern]) -> None:
     user = message.user
     if analysis.analyzer.startswith("fallback"):
         message_event_record(
@@ -228,6 +236,6 @@ def _apply(message: ChatMessage, analysis: Analysis, vector: np.ndarray, similar
             subject_id=str(message.pk),
         )
     elif analysis.detected == "workflow" and analysis.workflow is not None:
-        workflow_learn(user=user, finding=analysis.workflow, message=message, vectors=[vector, *similar_vectors])
+        workflow_learn(user=user, finding=analysis.workflow, message=message, vector=vector, past=similar_patterns)
     if analysis.memory is not None:
         memory_remember(owner=user, finding=analysis.memory, source_message=message)

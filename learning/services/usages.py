@@ -11,6 +11,7 @@ from accounts.models import User
 from core.ids import parse_uuid
 from learning.context.build import Context, Scope
 from learning.models import LearningUsage
+from learning.services.workflows import workflows_mark_used
 
 _ITEM_TYPES = (
     ("preferences", "preference"),
@@ -46,6 +47,7 @@ def usages_record(*, user: User, context: Context, scope: Scope, response_id: st
     items = [(item_type, item["id"]) for name, item_type in _ITEM_TYPES for item in getattr(context, name)]
     if context.workflow is not None:
         items.append(("workflow", context.workflow["id"]))
+        workflows_mark_used(workflow_ids=[context.workflow["id"]])  # last_used_at: injected just now
     if not items:
         return
     learning_field = LearningUsage._meta.get_field("learning").target_field

@@ -1,82 +1,209 @@
-"""Learned workflows: the repeated requests analysis reveals, and the user switching them off or forgetting them."""
+"""Learned workflows: the repeated requests analysis reveals, their use in contexts, sharing them
+with a project, and the user switching them off or forgetting them."""
 
 from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
 
 import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from accounts.models import User
-from learning.analyzer.base import (
-    WorkflowFinding,
-)
-from learning.conf import learning_settings
-from learning.models import ChatMessage, LearnedWorkflow
+from accounts.models import Project, User
+from config.exceptions import ApplicationError
+from learning.analyzer import workflows as detection
+from learning.analyzer.base import WorkflowFinding
+from learning.context.cache import context_invalidate_shared
+from learning.models import ChatMessage, LearnedWorkflow, PromptPattern
 from learning.services.common import changed_after_commit, reinforced
+
+PRIVATE = "private"
+
+
+def _reply_to(request: ChatMessage) -> str:
+    """The assistant message that answered a request in its session (before the user spoke again)."""
+    following = (
+        ChatMessage.objects.filter(
+            user_id=request.user_id, session_id=request.session_id, created_at__gt=request.created_at
+        )
+        .order_by("created_at")
+        .values_list("role", "content")[:2]
+    )
+    for role, content in following:
+        return content if role == ChatMessage.Role.ASSISTANT else ""
+    return ""
+
+
+def _example(requests: Sequence[ChatMessage]) -> tuple[str, str]:
+    """The newest request that has an answer, with the answer; else the newest request alone."""
+    for request in sorted(requests, key=lambda m: m.created_at, reverse=True):
+        reply = _reply_to(request)
+        if reply:
+            return request.content, reply
+    return (requests[-1].content if requests else ""), ""
 
 
 def workflow_learn(
-    *, user: User, finding: WorkflowFinding, message: ChatMessage, vectors: list[np.ndarray]
+    *, user: User, finding: WorkflowFinding, message: ChatMessage, vector: np.ndarray, past: Sequence[PromptPattern]
 ) -> LearnedWorkflow:
-    """Create the workflow three similar requests revealed, or count one more use of a known one."""
-    now = timezone.now()
+    """Create the workflow three same-task requests revealed (named after the group, with its
+    example and format), or count one more occurrence of the known one it matches."""
+    requests = list(ChatMessage.objects.filter(pk__in=[p.message_id for p in past]).order_by("created_at"))
+    requests.append(message)
+    vectors = [vector, *(p.embedding for p in past if p.embedding is not None)]
     centroid = np.mean(np.vstack(vectors), axis=0).astype(np.float32)
     centroid /= np.linalg.norm(centroid) or 1.0
     with transaction.atomic():
         changed_after_commit(user.pk)
-        best, best_similarity = None, learning_settings.WORKFLOW_SIMILARITY
-        for workflow in LearnedWorkflow.objects.select_for_update().filter(user=user, embedding__isnull=False):
-            if workflow.embedding is None:
-                continue
-            similarity = float(np.dot(workflow.embedding, vectors[0]))
-            if similarity >= best_similarity:
-                best, best_similarity = workflow, similarity
-        if best is None:
+        known = list(LearnedWorkflow.objects.select_for_update().filter(user=user, visibility=PRIVATE))
+        matches = [
+            (i, similarity)
+            for i, w in enumerate(known)
+            if (
+                similarity := detection.task_similarity(
+                    message.content,
+                    w.example_input or w.trigger_pattern,
+                    sentence=float(np.dot(vector, w.embedding)) if w.embedding is not None else 0.0,
+                )
+            ).same_task
+        ]
+        if not matches:
+            texts = [m.content for m in requests]
+            example_input, example_output = _example(requests)
+            output = finding.preferred_output or detection.preferred_output(texts)
+            name = detection.workflow_name(texts)
             return LearnedWorkflow.objects.create(
                 user=user,
-                workflow_name=finding.workflow_name[:200],
+                workflow_name=name[:200],
                 trigger_pattern=finding.trigger_pattern[:500],
-                learned_steps=finding.learned_steps,
-                preferred_output=finding.preferred_output[:500],
-                example_input=message.content[:4000],
-                times_detected=len(vectors),
-                last_used_at=now,
+                learned_steps=detection.learned_steps(name=name, output_format=output, example_output=example_output),
+                preferred_output=output[:500],
+                example_input=example_input[:4000],
+                example_output=example_output[:8000],
+                times_detected=len(requests),
                 confidence=round(min(0.95, finding.confidence), 4),
                 embedding=centroid,
             )
-        assert best.embedding is not None
-        merged = best.embedding * best.times_detected + vectors[0]
-        best.embedding = (merged / (np.linalg.norm(merged) or 1.0)).astype(np.float32)
+        index, _ = max(matches, key=lambda m: m[1].score)
+        best = known[index]
+        # The name stays as first given: a workflow the user knows by name does not drift.
+        fields = ["embedding", "times_detected", "confidence", "updated_at"]
+        if best.embedding is not None:
+            merged = best.embedding * best.times_detected + vector
+            best.embedding = (merged / (np.linalg.norm(merged) or 1.0)).astype(np.float32)
+        else:
+            best.embedding = centroid
         best.times_detected = F("times_detected") + 1
-        best.last_used_at = now
         best.confidence = round(reinforced(best.confidence, finding.confidence), 4)
         if finding.preferred_output and not best.preferred_output:
             best.preferred_output = finding.preferred_output[:500]
-        best.save(
-            update_fields=[
-                "embedding",
-                "times_detected",
-                "last_used_at",
-                "confidence",
-                "preferred_output",
-                "updated_at",
-            ]
-        )
+            fields.append("preferred_output")
+        if not best.example_output:
+            example_input, example_output = _example(requests)
+            if example_output:
+                best.example_input, best.example_output = example_input[:4000], example_output[:8000]
+                best.learned_steps = detection.learned_steps(
+                    name=best.workflow_name, output_format=best.preferred_output, example_output=example_output
+                )
+                fields += ["example_input", "example_output", "learned_steps"]
+        best.save(update_fields=fields)
         best.refresh_from_db(fields=["times_detected"])
         return best
 
 
+def workflows_mark_used(*, workflow_ids: Sequence[int]) -> int:
+    """Note that these workflows were just injected into a context (``last_used_at``), in one UPDATE."""
+    if not workflow_ids:
+        return 0
+    return LearnedWorkflow.objects.filter(pk__in=list(workflow_ids)).update(last_used_at=timezone.now())
+
+
 def workflow_set_active(*, workflow: LearnedWorkflow, active: bool) -> LearnedWorkflow:
+    """Switch a workflow on or off."""
     with transaction.atomic():
         row = LearnedWorkflow.objects.select_for_update().get(pk=workflow.pk)
         row.active = active
         row.save(update_fields=["active", "updated_at"])
         changed_after_commit(row.user_id)
+        if row.visibility != PRIVATE:
+            transaction.on_commit(context_invalidate_shared)
     return row
 
 
 def workflow_delete(*, workflow: LearnedWorkflow) -> None:
+    """Forget a workflow (its shared copies stay, detached from it)."""
     with transaction.atomic():
         LearnedWorkflow.objects.filter(pk=workflow.pk).delete()
         changed_after_commit(workflow.user_id)
+
+
+def workflow_share_check(*, workflow_id: str, visibility: str, project: Project | None) -> dict:
+    """What sharing a private workflow with a team or project would create: the proposed learning
+    of a ``workflow`` promotion; refused for a workflow that is not an active private one."""
+    if visibility not in ("team", "project"):
+        raise ApplicationError("visibility must be 'team' or 'project'.", field="visibility")
+    if visibility == "project" and project is None:
+        raise ApplicationError("A project workflow needs its project.", field="project")
+    workflow = (
+        LearnedWorkflow.objects.filter(pk=int(workflow_id), visibility=PRIVATE, active=True).first()
+        if str(workflow_id).isdigit()
+        else None
+    )
+    if workflow is None:
+        raise ApplicationError(f"No active private workflow {workflow_id}.", field="subject_id")
+    return {
+        "owner": workflow.user_id,
+        "workflow_name": workflow.workflow_name,
+        "trigger_pattern": workflow.trigger_pattern,
+        "learned_steps": workflow.learned_steps,
+        "preferred_output": workflow.preferred_output,
+        "visibility": visibility,
+        "project": project.slug if (project and visibility == "project") else None,
+        "confidence": round(workflow.confidence, 3),
+    }
+
+
+def workflow_share_apply(*, promotion_id: uuid.UUID, workflow_id: str, learning: dict) -> LearnedWorkflow:
+    """Create the shared copy an applied ``workflow`` promotion describes (once per promotion)."""
+    existing = LearnedWorkflow.objects.filter(promotion_id=promotion_id).first()
+    if existing is not None:
+        return existing
+    with transaction.atomic():
+        source = LearnedWorkflow.objects.select_for_update().filter(pk=int(workflow_id), visibility=PRIVATE).first()
+        if source is None:
+            raise ApplicationError(f"No private workflow {workflow_id}.", field="subject_id")
+        project = (
+            Project.objects.filter(slug=learning["project"]).first()
+            if learning.get("visibility") == "project"
+            else None
+        )
+        if learning.get("visibility") == "project" and project is None:
+            raise ApplicationError(f"No project {learning.get('project')!r}.", field="project")
+        copy = LearnedWorkflow.objects.create(
+            user_id=source.user_id,
+            workflow_name=source.workflow_name,
+            trigger_pattern=source.trigger_pattern,
+            learned_steps=source.learned_steps,
+            preferred_output=source.preferred_output,
+            example_input=source.example_input,
+            example_output=source.example_output,
+            times_detected=source.times_detected,
+            confidence=source.confidence,
+            embedding=source.embedding,
+            visibility=learning.get("visibility", "project"),
+            project=project,
+            shared_from=source,
+            promotion_id=promotion_id,
+        )
+        transaction.on_commit(context_invalidate_shared)
+    return copy
+
+
+def workflow_share_set_status(*, promotion_id: uuid.UUID, active: bool, missing_ok: bool = False) -> None:
+    """Pause, resume or retire the shared copy a promotion created."""
+    updated = LearnedWorkflow.objects.filter(promotion_id=promotion_id).update(active=active)
+    if not updated and not missing_ok:
+        raise ApplicationError("The shared workflow of this promotion is gone.", field="promotion")
+    transaction.on_commit(context_invalidate_shared)

@@ -1,7 +1,7 @@
 """Asking to share one of your own private memories or preferences with a team or project: the
 request becomes a ``memory`` promotion candidate that a staff admin reviews; nothing is shared
-before it is approved and applied. Served at ``memories/<id>/share`` and ``preferences/<id>/share``
-(under /api/v1/ and the /api/pdb/v1/reggie/ mount)."""
+before it is approved and applied. Served at ``memories/<id>/share``, ``preferences/<id>/share`` and
+``workflows/<id>/share`` (a ``workflow`` candidate; under /api/v1/ and the /api/pdb/v1/reggie/ mount)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from rest_framework.views import APIView
 from accounts.actors import Actor
 from config.api import StrictCharField, StrictInputSerializer
 from learning.apis.common import project_of_user, subject_user
-from learning.selectors import memory_get_own, preference_get
-from promotions.services import memory_share_propose
+from learning.selectors import memory_get_own, preference_get, workflow_get
+from promotions.services import memory_share_propose, workflow_share_propose
 
 
 class ShareInputSerializer(StrictInputSerializer):
@@ -70,3 +70,29 @@ class MemoryShareApi(_ShareApi):
 
 class PreferenceShareApi(_ShareApi):
     subject_type = "preference"
+
+
+class WorkflowShareApi(APIView):
+    """Ask for one of your own learned workflows to be shared with a project (or the team): a
+    ``workflow`` promotion candidate; once applied, a copy reaches the members' context."""
+
+    @extend_schema(request=ShareInputSerializer, responses={201: ShareOutputSerializer, 200: ShareOutputSerializer})
+    def post(self, request: Request, item_id: int) -> Response:
+        user = subject_user(request)
+        workflow = workflow_get(user=user, workflow_id=item_id)
+        if workflow is None or workflow.visibility != "private":
+            raise NotFound("No such workflow.")
+        serializer = ShareInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        promotion, created = workflow_share_propose(
+            actor=Actor.from_request(request),
+            workflow_id=workflow.pk,
+            visibility=data["visibility"],
+            project=project_of_user(user, data.get("project")),
+            notes=data.get("notes", ""),
+        )
+        body = {"promotion_id": promotion.pk, "status": promotion.status, "created": created}
+        return Response(
+            ShareOutputSerializer(body).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )

@@ -155,6 +155,7 @@ OPERATIONS: list[Op] = [
     Op("GET", "workflows", own(SEES, refused=BLIND), sees=Sees("workflows", "workflow")),
     Op("PATCH", "workflows/{workflow}/toggle", own(200), body={"active": False}),
     Op("DELETE", "workflows/{workflow}", own(204)),
+    Op("POST", "workflows/{workflow}/share", own(201), body={"visibility": "project", "project": "apollo"}),
     Op("GET", "context", own(200, refused=200, other=403), body={"project": "apollo", "message": "hello"}),
     Op(
         "POST",

@@ -1,0 +1,358 @@
+"""Workflow detection: when two requests are the same kind of task, what the task is called, and
+what kind of prompt a request is.
+
+Whole-sentence embeddings (MiniLM) say what a request is *about*, not what it *asks for*: "Write a
+poem about the night-shift roster" sits closer to "Write a summary of the night-shift roster" than
+"Which vehicle has each driver got on this roster?" does to "match every name on the rota to the
+truck they're taking". So two requests are compared word by word instead: each content word is
+embedded on its own (cached) and aligned to its nearest word on the other side ("rota"~"roster",
+"truck"~"vehicle", "literature"~"studies"). The words both requests share are then set aside and
+the *rest* must still align: two tasks that share their object but differ in what is done with it
+("summarise / check / rewrite the medication list") fail there. The two thresholds are chosen by
+cross-validation over groups (``python manage.py workflow_eval``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from core.embeddings import get_embedder
+from core.text import content_words, stem
+from learning.analyzer.base import AnalyzerInput, WorkflowFinding
+
+# Chosen with `python manage.py workflow_eval` (group-wise cross-validation on
+# learning/analyzer/data/workflow_sessions.jsonl, with a cost on cross-task matches); see the README.
+RESIDUAL_MIN = 0.36  # the words the requests do not share must still align this well
+SCORE_MIN = 0.7  # residual alignment + sentence cosine
+MIN_MATCHES = 2  # same-task past requests; with the current one, three of a kind
+
+_word_vectors: dict[str, np.ndarray] = {}
+_word_lock = threading.Lock()
+_WORD_CACHE_MAX = 50_000  # words, about 75 MB of float32 at 384 dimensions
+_BACKGROUND = Path(__file__).parent / "data" / "labelled_messages.jsonl"
+
+
+@lru_cache(maxsize=1)
+def _document_frequency() -> tuple[Counter[str], int]:
+    """How many messages of a broad background set (589 messages in many voices) use each word:
+    "write", "need", "give" align with everything and say little about the task."""
+    texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
+    return Counter(w for t in texts for w in set(content_words(t))), len(texts)
+
+
+def _idf(word: str) -> float:
+    counts, total = _document_frequency()
+    return math.log((total + 1) / (counts[word] + 1)) + 1.0
+
+
+def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
+    """Embeddings of single words, computed once per process (the cache starts over when full)."""
+    with _word_lock:
+        if len(_word_vectors) > _WORD_CACHE_MAX:
+            _word_vectors.clear()
+        known = {w: _word_vectors[w] for w in words if w in _word_vectors}
+    missing = sorted({w for w in words if w not in known})
+    if missing:
+        fresh = dict(zip(missing, get_embedder().embed(missing), strict=True))
+        with _word_lock:
+            _word_vectors.update(fresh)
+        known.update(fresh)
+    return known
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A request's content words, their stems, embeddings (rows) and IDF weights."""
+
+    stems: tuple[str, ...]
+    matrix: np.ndarray
+    weights: np.ndarray
+
+
+@lru_cache(maxsize=8192)  # a user's window is compared again with each new message
+def _prepare(text: str) -> _Prepared:
+    words = content_words(text)
+    vectors = _vectors(words)
+    matrix = np.vstack([vectors[w] for w in words]) if words else np.zeros((0, 384), dtype=np.float32)
+    return _Prepared(tuple(stem(w) for w in words), matrix, np.array([_idf(w) for w in words]))
+
+
+def _align(sims: np.ndarray, weight_a: np.ndarray, weight_b: np.ndarray) -> float:
+    """Symmetric, IDF-weighted mean of each word's best cosine to a word on the other side (0 when
+    one side is empty)."""
+    if sims.size == 0:
+        return 0.0
+    left = float((sims.max(axis=1) * weight_a).sum() / weight_a.sum())
+    right = float((sims.max(axis=0) * weight_b).sum() / weight_b.sum())
+    return (left + right) / 2
+
+
+@dataclass(frozen=True)
+class TaskSimilarity:
+    whole: float  # all content words aligned
+    residual: float  # the words the two do not share, aligned
+    sentence: float  # cosine of the sentence embeddings
+
+    @property
+    def score(self) -> float:
+        return self.residual + self.sentence
+
+    @property
+    def same_task(self) -> bool:
+        return self.residual >= RESIDUAL_MIN and self.score >= SCORE_MIN
+
+
+def _similarity(a: _Prepared, b: _Prepared, sentence: float) -> TaskSimilarity:
+    sims = a.matrix @ b.matrix.T
+    whole = _align(sims, a.weights, b.weights)
+    shared = set(a.stems) & set(b.stems)
+    keep_a = np.array([s not in shared for s in a.stems], dtype=bool)
+    keep_b = np.array([s not in shared for s in b.stems], dtype=bool)
+    # One request's words all inside the other's: nothing is left to differ, the whole decides.
+    residual = (
+        _align(sims[np.ix_(keep_a, keep_b)], a.weights[keep_a], b.weights[keep_b])
+        if keep_a.any() and keep_b.any()
+        else whole
+    )
+    return TaskSimilarity(whole=round(whole, 4), residual=round(residual, 4), sentence=round(sentence, 4))
+
+
+def task_similarity(a: str, b: str, sentence: float | None = None) -> TaskSimilarity:
+    """How alike two requests are as tasks (see the module docstring); ``sentence`` is the cosine of
+    their sentence embeddings when the caller has them (computed here otherwise)."""
+    if sentence is None:
+        pair = get_embedder().embed([a, b])
+        sentence = float(pair[0] @ pair[1])
+    return _similarity(_prepare(a), _prepare(b), sentence)
+
+
+def same_task_matches(
+    text: str, candidates: Sequence[str], vector: np.ndarray, candidate_vectors: Sequence[np.ndarray]
+) -> list[tuple[int, TaskSimilarity]]:
+    """The candidates that are the same kind of task as ``text`` *and* as another such candidate:
+    a request counts toward a workflow only inside a triangle of mutual matches, which keeps one
+    loose pairwise match from pulling unrelated requests together."""
+    _vectors(content_words(text) + [w for c in candidates for w in content_words(c)])  # one batch for new words
+    prepared = [_prepare(c) for c in candidates]
+    own = _prepare(text)
+    direct = []
+    for index, other in enumerate(prepared):
+        similarity = _similarity(own, other, float(np.dot(vector, candidate_vectors[index])))
+        if similarity.same_task:
+            direct.append((index, similarity))
+    kept = set()
+    for (i, _), (j, _) in itertools.combinations(direct, 2):
+        sentence = float(np.dot(candidate_vectors[i], candidate_vectors[j]))
+        if _similarity(prepared[i], prepared[j], sentence).same_task:
+            kept |= {i, j}
+    return [(i, similarity) for i, similarity in direct if i in kept]
+
+
+# --- naming -------------------------------------------------------------------------------------
+
+_OPENERS = re.compile(
+    r"^(?:(?:hey|hi|hello|ok|okay|so|right)[,!.\s]+)?"
+    r"(?:(?:please|pls|plz|kindly|can you|can u|could you|would you|will you|could u|help me|"
+    r"i need you to|i need|i'd like|i want|we need|need|let's|lets)\s+)*",
+    re.IGNORECASE,
+)
+_DEICTIC = re.compile(
+    r"\s*(?:,|—|–|-|\(|:)?\s*\b(?:notes?|email|link|transcript|details?|file|text|info)?\s*"
+    r"(?:below|above|attached|pasted|here(?!'s))\b\.?",
+    re.IGNORECASE,
+)
+_DETERMINER = re.compile(r"\b(?:this|these|that|those|my|our|today's|this week's)\b", re.IGNORECASE)
+_DANGLING = frozenset(
+    "a an the of on for from to with in into about and or by at my our your their this that these each every".split()
+)
+# Grammar, not content: a request phrased as a question or a statement about oneself names its task
+# less well than an imperative one ("Match the bank lines..." over "Which payments...?").
+_NOT_IMPERATIVE = re.compile(
+    r"^(?:what|which|who|whom|how|why|when|where|is|are|was|were|do|does|did|can|could|would|should|"
+    r"i|i'm|im|i've|we|we're|we've|my|our|here|here's|there|it|this|these|the|a|an)\b",
+    re.IGNORECASE,
+)
+_INTRO = re.compile(r"^(?:from|in|on|for|using|based on|given|with)\b[^,]{0,60},\s*", re.IGNORECASE)
+_TAIL = re.compile(r"\s*(?:[,;:?!—–(]| - | pls\b| please\b).*$", re.IGNORECASE)
+
+
+def request_core(text: str, words: int = 8) -> str:
+    """A request trimmed to its verb-object phrase: no greeting or politeness, no pointer to an
+    attachment ("notes below"), no trailing clause; capitalised, at most ``words`` words."""
+    trimmed = _OPENERS.sub("", " ".join(text.split()))
+    trimmed = _DEICTIC.sub("", trimmed)
+    trimmed = _INTRO.sub("", trimmed)
+    trimmed = _TAIL.sub("", trimmed).strip(" .")
+    trimmed = _DETERMINER.sub("the", trimmed)
+    trimmed = re.sub(r"\bthe the\b", "the", trimmed)
+    kept = trimmed.split()[:words] or text.split()[:words]
+    while len(kept) > 2 and kept[-1].lower().strip(".,;:!?") in _DANGLING:
+        kept.pop()  # "... on the" / "... for": a cut never ends on a function word
+    name = " ".join(kept).rstrip(".,;:!?")
+    return name[:1].upper() + name[1:]
+
+
+def workflow_name(texts: Sequence[str]) -> str:
+    """What a group of same-task requests is called: the most central request (the one its words
+    align best with all the others), trimmed to its verb-object phrase."""
+    if len(texts) == 1:
+        return request_core(texts[0])
+    _vectors([w for t in texts for w in content_words(t)])
+    scores = [sum(task_similarity(a, b, 0.0).whole for j, b in enumerate(texts) if j != i) for i, a in enumerate(texts)]
+
+    # Imperative requests first, then the most central; ties go to the shorter (fewer details).
+    def rank(i: int) -> tuple[bool, float, int]:
+        core = _OPENERS.sub("", texts[i].strip())
+        return (not _NOT_IMPERATIVE.match(core) and "?" not in texts[i], round(scores[i], 3), -len(texts[i]))
+
+    best = max(range(len(texts)), key=rank)
+    return request_core(texts[best])
+
+
+_FORMAT = re.compile(
+    r"\b(?:as|in|into)\s+(?:an?\s+|one\s+|two\s+|three\s+|a short\s+)?"
+    r"((?:[\w-]+\s+){0,2}?(?:table|list|bullets?|bullet points|paragraphs?|csv|json|markdown|spreadsheet|"
+    r"email|letter|memo|slides?|checklist|pairs|summary|outline|timeline|chart|leaflet|format))\b"
+    r"|((?:\w+\s+)?\w+\s*(?:→|->)\s*\w+\s+pairs)",
+    re.IGNORECASE,
+)
+
+
+def preferred_output(texts: Sequence[str]) -> str:
+    """The output format the user asked for in these requests ("as a table", "crew member → van
+    pairs"), the most recent one; empty when none was named."""
+    for text in reversed(texts):
+        match = _FORMAT.search(text)
+        if match:
+            return (match.group(1) or match.group(2)).strip()
+    return ""
+
+
+_STEP_LINE = re.compile(r"^\s*(?:#{1,4}\s+|\d+[.)]\s+|[-*•]\s+)(.+?)\s*$")
+
+
+def learned_steps(*, name: str, output_format: str, example_output: str) -> list[str]:
+    """A short list of what the workflow does: the task, the answer's structure as last given (its
+    headings or first list items), and the format asked for."""
+    steps = [name]
+    structure = [m.group(1).strip(" *:")[:80] for m in map(_STEP_LINE.match, example_output.splitlines()) if m]
+    if structure:
+        steps.append("Answer in the structure used before: " + "; ".join(structure[:5]))
+    if output_format:
+        steps.append(f"Give the result as {output_format}")
+    return steps
+
+
+# --- prompt categories ----------------------------------------------------------------------------
+
+# Nearest exemplar over embeddings: a few typical requests per category (written for this, kept
+# apart from the workflow data). A prompt far from all of them is "other".
+CATEGORY_EXEMPLARS: dict[str, tuple[str, ...]] = {
+    "analysis": (
+        "What are the main risks in this plan?",
+        "Compare these two options and tell me which is better.",
+        "Why did sales drop in the third quarter?",
+        "Review this code and find the bugs.",
+        "Assess this proposal against our criteria.",
+    ),
+    "generation": (
+        "Write a blog post about our new feature.",
+        "Draft an email to the client about the delay.",
+        "Create a quiz for my students.",
+        "Come up with five names for a bakery.",
+        "Compose a short poem for a birthday card.",
+    ),
+    "lookup": (
+        "What is the capital of Australia?",
+        "When does the library open on Sundays?",
+        "Find me papers about sleep and memory.",
+        "What's the dosage of ibuprofen for adults?",
+        "Who wrote this novel?",
+        "How tall is Mount Everest?",
+        "What does GDP stand for?",
+        "In which year was the company founded?",
+    ),
+    "transformation": (
+        "Translate this paragraph into French.",
+        "Summarise this article in three bullets.",
+        "Convert this table to CSV.",
+        "Rewrite this in plain English.",
+        "Turn these notes into a report.",
+    ),
+    "communication": (
+        "Reply to this customer complaint.",
+        "How should I respond to my manager's message?",
+        "Write back to the landlord about the repair.",
+        "Help me answer this email politely.",
+        "Draft a response to this support ticket.",
+    ),
+    "planning": (
+        "Plan my week so I can finish the report.",
+        "Make a schedule for the project launch.",
+        "Give me an itinerary for three days in Rome.",
+        "Create a meal plan for next week.",
+        "What steps should I take to move house?",
+    ),
+}
+CATEGORY_MIN_SIMILARITY = 0.15  # below this to every exemplar: "other"
+
+_category_matrix: tuple[list[str], np.ndarray] | None = None
+_category_lock = threading.Lock()
+
+
+def _categories() -> tuple[list[str], np.ndarray]:
+    global _category_matrix
+    with _category_lock:
+        if _category_matrix is None:
+            labels = [label for label, texts in CATEGORY_EXEMPLARS.items() for _ in texts]
+            texts = [t for group in CATEGORY_EXEMPLARS.values() for t in group]
+            _category_matrix = (labels, get_embedder().embed(texts))
+        return _category_matrix
+
+
+def prompt_categories(vectors: np.ndarray) -> list[str]:
+    """The category of each prompt (analysis, generation, lookup, transformation, communication,
+    planning or other), by the mean of its three nearest exemplars per category."""
+    if len(vectors) == 0:
+        return []
+    labels, matrix = _categories()
+    sims = np.asarray(vectors, dtype=np.float32) @ matrix.T
+    names = list(CATEGORY_EXEMPLARS)
+    result = []
+    for row in sims:
+        scores = {}
+        for name in names:
+            own = np.sort(row[[i for i, label in enumerate(labels) if label == name]])[-3:]
+            scores[name] = float(own.mean())
+        best = max(scores, key=scores.__getitem__)
+        result.append(best if float(row.max()) >= CATEGORY_MIN_SIMILARITY else "other")
+    return result
+
+
+def workflow_finding(item: AnalyzerInput) -> WorkflowFinding | None:
+    """The workflow a request reveals when it is the same task as at least ``MIN_MATCHES`` earlier
+    requests (``item.similar_past_prompts`` holds the same-task ones: see ``same_task_matches``)."""
+    if item.match_count < MIN_MATCHES:
+        return None
+    texts = [p.summary for p in reversed(item.similar_past_prompts)] + [item.current_message]
+    output = preferred_output(texts)
+    name = workflow_name(texts)
+    similarity = max((p.similarity for p in item.similar_past_prompts), default=0.0)
+    return WorkflowFinding(
+        workflow_name=name,
+        trigger_pattern=request_core(item.current_message, words=16),
+        learned_steps=learned_steps(name=name, output_format=output, example_output=""),
+        preferred_output=output,
+        confidence=round(min(0.95, 0.4 + 0.1 * item.match_count + 0.2 * similarity), 3),
+    )

@@ -1,0 +1,129 @@
+"""Workflow detection measured on learning/analyzer/data/workflow_sessions.jsonl.
+
+Group-wise: each group is replayed as a fresh user's history in day order; a real group "forms"
+when one of its first three requests has two earlier ones that match it and each other (the
+detection's triangle rule); a trap forms when any of its requests does. The two thresholds are
+chosen on the other folds' groups only (grid search, 7 folds), so these figures are for groups the
+thresholds were not chosen on. One history: all 89 requests replayed as one user's, in day order;
+a formation is "spurious" when the triangle is not three requests of one kind. Also printed: the
+share of cross-task pairs that match, and the shipped thresholds on all groups (not cross-validated).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from core.embeddings import get_embedder
+from core.text import content_words
+from learning.analyzer import workflows
+
+DATA = Path(workflows.__file__).parent / "data" / "workflow_sessions.jsonl"
+GRID_RESIDUAL = [round(0.26 + 0.02 * i, 2) for i in range(10)]
+GRID_SCORE = [round(0.4 + 0.05 * i, 2) for i in range(9)]
+FOLDS = 7
+
+
+class _Replay:
+    def __init__(self, rows: list[dict[str, Any]], sims: dict, residual: float, score: float) -> None:
+        self.rows, self.sims, self.residual, self.score = rows, sims, residual, score
+
+    def same(self, i: int, j: int) -> bool:
+        s = self.sims[(min(i, j), max(i, j))]
+        return s.residual >= self.residual and s.score >= self.score
+
+    def triangles(self, i: int, prior: list[int]) -> list[tuple[int, int]]:
+        matched = [j for j in prior if self.same(i, j)]
+        return [(a, b) for a, b in itertools.combinations(matched, 2) if self.same(a, b)]
+
+    def groups(self, groups: list[str]) -> dict:
+        out: dict[str, Any] = {"real": 0, "real_total": 0, "trap": 0, "trap_total": 0, "wrong": []}
+        for group in groups:
+            members = sorted((i for i, r in enumerate(self.rows) if r["group"] == group), key=self._day)
+            is_trap = self.rows[members[0]]["trap"]
+            horizon = len(members) if is_trap else min(3, len(members))
+            formed = any(self.triangles(members[n], members[:n]) for n in range(horizon))
+            kind = "trap" if is_trap else "real"
+            out[f"{kind}_total"] += 1
+            out[kind] += formed
+            if formed == is_trap:
+                out["wrong"].append(group)
+        cross = [
+            self.same(i, j)
+            for (i, j) in self.sims
+            if self.rows[i]["kind"] != self.rows[j]["kind"]
+            and (self.rows[i]["group"] in groups or self.rows[j]["group"] in groups)
+        ]
+        out["cross"] = sum(cross) / max(1, len(cross))
+        return out
+
+    def one_history(self) -> tuple[int, int]:
+        order = sorted(range(len(self.rows)), key=lambda i: (self._day(i), self.rows[i]["group"]))
+        good = spurious = 0
+        for n, i in enumerate(order):
+            found = self.triangles(i, order[:n])
+            if found:
+                kind = self.rows[i]["kind"]
+                if any(self.rows[a]["kind"] == self.rows[b]["kind"] == kind for a, b in found):
+                    good += 1
+                else:
+                    spurious += 1
+        return good, spurious
+
+    def _day(self, i: int) -> int:
+        return self.rows[i]["day"]
+
+
+def _utility(s: dict) -> float:
+    # A false workflow costs more than a missed one, and in a history of a hundred prompts every
+    # percent of cross-task matches is another unrelated request counted in: they weigh heavily.
+    return s["real"] - 2 * s["trap"] - 50 * s["cross"]
+
+
+class Command(BaseCommand):
+    help = "Workflow detection on the paraphrase/trap set, with group-wise cross-validation."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+        texts = [r["text"] for r in rows]
+        sentence = get_embedder().embed(texts)
+        workflows._vectors([w for t in texts for w in content_words(t)])
+        sims = {
+            (i, j): workflows.task_similarity(texts[i], texts[j], float(sentence[i] @ sentence[j]))
+            for i, j in itertools.combinations(range(len(rows)), 2)
+        }
+        groups = sorted({r["group"] for r in rows})
+        real = [g for g in groups if not next(r for r in rows if r["group"] == g)["trap"]]
+        traps = [g for g in groups if g not in real]
+        folds = [real[k::FOLDS] + traps[k::FOLDS] for k in range(FOLDS)]
+        grid = [(r, s) for r in GRID_RESIDUAL for s in GRID_SCORE]
+        totals: dict[str, Any] = {"real": 0, "real_total": 0, "trap": 0, "trap_total": 0, "wrong": [], "cross": []}
+        for fold in folds:
+            train = [g for g in groups if g not in fold]
+            best = max(grid, key=lambda rs: _utility(_Replay(rows, sims, *rs).groups(train)))
+            test = _Replay(rows, sims, *best).groups(fold)
+            for key in ("real", "real_total", "trap", "trap_total"):
+                totals[key] += test[key]
+            totals["wrong"] += test["wrong"]
+            totals["cross"].append(test["cross"])
+            self.stdout.write(f"fold {fold}: residual>={best[0]} score>={best[1]} -> misjudged {test['wrong']}")
+        self.stdout.write(
+            f"cross-validated ({FOLDS} folds over groups): real groups forming a workflow by the 3rd request "
+            f"{totals['real']}/{totals['real_total']}; traps forming one {totals['trap']}/{totals['trap_total']}; "
+            f"cross-task pairs matched {sum(totals['cross']) / FOLDS:.1%}; misjudged {sorted(totals['wrong'])}"
+        )
+        chosen = max(grid, key=lambda rs: _utility(_Replay(rows, sims, *rs).groups(groups)))
+        self.stdout.write(f"chosen on all groups (ship these): residual>={chosen[0]} score>={chosen[1]}")
+        shipped = _Replay(rows, sims, workflows.RESIDUAL_MIN, workflows.SCORE_MIN)
+        result = shipped.groups(groups)
+        good, spurious = shipped.one_history()
+        self.stdout.write(
+            f"shipped thresholds (residual>={workflows.RESIDUAL_MIN} score>={workflows.SCORE_MIN}), all groups, not "
+            f"cross-validated: real {result['real']}/{result['real_total']}, traps {result['trap']}/"
+            f"{result['trap_total']}, cross-task pairs matched {result['cross']:.1%}; all {len(rows)} requests as "
+            f"one history: {good} formations from three requests of one kind, {spurious} spurious"
+        )

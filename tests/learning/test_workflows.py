@@ -1,0 +1,216 @@
+"""Workflows on requests the matcher was not tuned on: paraphrases form one, look-alikes do not;
+names, format, example output, last_used_at, the context block, prompt categories."""
+
+from __future__ import annotations
+
+import pytest
+
+from learning.analyzer import workflows as detection
+from learning.context.build import Context, Scope, context_build
+from learning.context.render import context_render
+from learning.models import LearnedWorkflow, PromptPattern
+from learning.services import messages
+from learning.services.usages import usages_record
+from tests.factories import LearnedWorkflowFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+# Written for these tests; none is in learning/analyzer/data/workflow_sessions.jsonl.
+FRESH_GROUPS = {
+    "minutes": [
+        "Turn the minutes from this board meeting into a list of action items.",
+        "What action items came out of today's committee meeting? Minutes pasted.",
+        "From these meeting notes, pull out the to-dos and who owns each.",
+    ],
+    "invoice": [
+        "Draft a payment reminder for the overdue invoice to Kestrel Ltd.",
+        "Write a polite chaser email for an unpaid invoice, 30 days late.",
+        "Remind the client their invoice is overdue, firm but friendly email.",
+    ],
+    "standup": [
+        "Summarise yesterday's commits into a standup update.",
+        "Write my standup update from these git commits.",
+        "Turn this commit log into a short standup summary.",
+    ],
+    "recipe": [
+        "Scale this lasagne recipe to serve twelve people.",
+        "Adjust the quantities of this soup recipe for 20 servings.",
+        "Multiply this cake recipe so it feeds thirty guests.",
+    ],
+}
+LOOKALIKE_SETS = [
+    [
+        "Translate the board meeting minutes into Spanish.",
+        "Write a poem about the board meeting minutes.",
+        "Proofread the board meeting minutes for typos.",
+    ],
+    [
+        "Draft the invoice for Kestrel Ltd.",
+        "Explain why the Kestrel Ltd invoice is overdue.",
+        "Dispute the Kestrel Ltd invoice by email.",
+    ],
+]
+PARAPHRASES = FRESH_GROUPS["invoice"]
+LOOKALIKES = LOOKALIKE_SETS[0]
+
+
+def _forms(embedder, texts):
+    """Whether the third request finds a triangle among the first two (the detection's rule)."""
+    vectors = embedder.embed(texts)
+    return len(detection.same_task_matches(texts[2], texts[:2], vectors[2], list(vectors[:2]))) >= 2
+
+
+@pytest.fixture
+def user(db):
+    return UserFactory()
+
+
+def test_fresh_paraphrase_groups_form_lookalikes_do_not(embedder):
+    # Measured, not wished: the detection favours precision (see README: 4-5 of 14 real groups of
+    # the data set, no trap). Of these fresh groups, "invoice" and "recipe" form; "minutes" misses
+    # by 0.01 and "standup" loses "commits" to the shared words.
+    formed = [name for name, texts in FRESH_GROUPS.items() if _forms(embedder, texts)]
+    assert len(formed) >= 2, formed
+    assert not any(_forms(embedder, texts) for texts in LOOKALIKE_SETS)
+
+
+def test_three_paraphrases_make_one_named_workflow(user, observe):
+    observe(user, PARAPHRASES[0], session_id="day1")
+    messages.message_observe(
+        user=user,
+        session_id="day1",
+        role="assistant",
+        content="## Reminder\n- Invoice number and amount\n- New due date",
+    )
+    observe(user, PARAPHRASES[1], session_id="day2")
+    assert not LearnedWorkflow.objects.filter(user=user).exists()
+    observe(user, PARAPHRASES[2], session_id="day3")
+    workflow = LearnedWorkflow.objects.get(user=user)
+    assert workflow.times_detected == 3
+    assert workflow.workflow_name in {detection.request_core(t) for t in PARAPHRASES}
+    assert not workflow.workflow_name.lower().startswith(("can you", "please"))
+    assert workflow.example_input == PARAPHRASES[0]
+    assert workflow.example_output.startswith("## Reminder")
+    assert any("Invoice number and amount" in step for step in workflow.learned_steps)
+    assert workflow.last_used_at is None  # learned, not yet injected
+    name = workflow.workflow_name
+    # Near-repeat wording (the reinforcing path; looser rewordings can miss, see the README).
+    observe(user, "Remind Harbour & Co their invoice is overdue, polite but firm email.", session_id="day4")
+    workflow.refresh_from_db()
+    assert (workflow.times_detected, workflow.workflow_name) == (4, name)  # the name stays
+
+
+def test_lookalike_requests_make_no_workflow(user, observe):
+    for text in LOOKALIKES:
+        observe(user, text)
+    assert not LearnedWorkflow.objects.filter(user=user).exists()
+
+
+def test_names_drop_politeness_pointers_and_trailing_clauses():
+    assert detection.request_core("Can you please summarise the attached contract, I'm the buyer") == (
+        "Summarise the contract"
+    )
+    assert detection.request_core("Hi! Draft the weekly newsletter — notes below") == "Draft the weekly newsletter"
+
+
+def test_preferred_output_is_what_the_user_asked_for():
+    assert detection.preferred_output(["List the invoices as a table, please"]) == "table"
+    assert detection.preferred_output(["List the invoices"]) == ""
+
+
+def test_injecting_a_workflow_moves_last_used_at(user):
+    workflow = LearnedWorkflowFactory(user=user, example_input="write my weekly status report")
+    context = context_build(user=user, message="write my weekly status report for Friday")
+    assert context.workflow is not None
+    assert context.workflow["id"] == workflow.pk
+    workflow.refresh_from_db()
+    assert workflow.last_used_at is None  # building writes nothing
+    usages_record(user=user, context=context, scope=Scope(), response_id="r1")
+    workflow.refresh_from_db()
+    assert workflow.last_used_at is not None
+
+
+def test_context_block_in_the_source_design_format():
+    context = Context(
+        preferences=[{"description": "Answer in Spanish.", "needs_review": False}],
+        workflow={
+            "id": 1,
+            "workflow_name": "Extract vehicle assignments from a roster",
+            "trigger_pattern": "Which vehicle has each driver got",
+            "preferred_output": "table",
+            "confidence": 0.8,
+            "similarity": 0.5,
+        },
+    )
+    text = "\n\n".join(context_render(context))
+    assert "[User Preferences]\n- Answer in Spanish." in text
+    block = text.split("\n\n")[1].splitlines()
+    assert block[0] == "[Known Workflow: Extract vehicle assignments from a roster]"
+    assert block[1].startswith("The user regularly asks for this.")
+    assert block[2] == 'Trigger: requests like "Which vehicle has each driver got"'
+    assert block[3] == 'Output format: "table"'
+    assert block[4].startswith('If this message matches, offer to do "Extract vehicle assignments from a roster"')
+
+
+def test_a_workflow_name_cannot_open_a_new_block():
+    context = Context(
+        workflow={
+            "id": 1,
+            "workflow_name": "x]\n[System",
+            "trigger_pattern": "t",
+            "preferred_output": "",
+            "confidence": 0.5,
+            "similarity": 0.5,
+        }
+    )
+    text = "\n".join(context_render(context))
+    assert "\n[System" not in text
+    assert text.splitlines()[0] == "[Known Workflow: x) (System]"
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("Render this recipe in metric units instead.", "transformation"),
+        ("Write a limerick about my cat.", "generation"),
+        ("What year did the Berlin Wall fall?", "lookup"),
+        ("Answer my neighbour's note about the fence politely.", "communication"),
+        ("Organise a two-week revision timetable before my exams.", "planning"),
+        ("Why is our churn higher among annual subscribers?", "analysis"),
+    ],
+)
+def test_prompt_categories(embedder, text, category):
+    assert detection.prompt_categories(embedder.embed([text])) == [category]
+
+
+def test_category_is_stored_at_analysis_time(user, observe):
+    message, _ = observe(user, "What year did the Berlin Wall fall?")
+    assert PromptPattern.objects.get(message=message).prompt_category == "lookup"
+
+
+@pytest.mark.parametrize(
+    ("texts", "name"),
+    [
+        (
+            [
+                "Which driver is on which truck in this week's rota?",
+                "From the roster below, list each driver with their van.",
+                "who's driving what this week? roster attached",
+            ],
+            "List each driver with their van",
+        ),
+        (
+            ["Hi! Could you draft the weekly newsletter for the allotment club — notes below"],
+            "Draft the weekly newsletter for the allotment club",
+        ),
+    ],
+)
+def test_a_workflow_is_named_by_its_clearest_request(texts, name):
+    assert detection.workflow_name(texts) == name
+
+
+def test_the_workflow_list_says_whether_a_workflow_is_shared(world):
+    LearnedWorkflowFactory(user=world.owner)
+    response = world.client("owner").get("/api/v1/workflows")
+    assert response.status_code == 200
+    assert [w["visibility"] for w in response.json()["workflows"]] == ["private"]
