@@ -35,6 +35,23 @@ AXIS_PATTERN = re.compile(r"^[a-z_]{1,30}:[a-z_]{1,30}$")
 # freely") embed close together (0.79 on the labelled set): opposite polarity is never one preference.
 NEGATED = re.compile(r"^\W*(don'?t|do not|never|no|avoid|stop|skip|quit|without|less)\b", re.IGNORECASE)
 DEFAULT_CATEGORY = "behavior"
+# Keys an analyzer may still send from the old catalogue, and the canonical axis each lies on
+# (the same table the 0007 migration applied to stored rows).
+AXIS_OF_KEY = {
+    "concise": "length:short",
+    "detailed": "length:long",
+    "formal": "tone:formal",
+    "casual": "tone:casual",
+    "expert": "expertise:expert",
+    "beginner": "expertise:basic",
+    "basic": "expertise:basic",
+    "bullet_points": "format:bullets",
+    "bullets": "format:bullets",
+    "prose": "format:prose",
+    "tables": "format:table",
+    "ask_clarifying": "followups:ask",
+    "no_clarifying": "followups:none",
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,7 @@ class Stated:
     axis: str
     confidence: float
     source: str
+    key: str = ""  # the analyzer's key, when it sent one
 
 
 def preference_key(description: str) -> str:
@@ -80,7 +98,12 @@ def _embed_missing(user: User) -> None:
 
 def _match(rows: list[Preference], stated: Stated, vector: np.ndarray) -> Preference | None:
     """The existing row this statement says again: the same axis and pole, else the most similar
-    description at PREFERENCE_SAME_SIMILARITY or above with the same polarity and no contradicting axis."""
+    description at PREFERENCE_SAME_SIMILARITY or above with the same polarity and no contradicting axis.
+    A key the analyzer sent matches its row first."""
+    if stated.key:
+        same_key = [row for row in rows if row.preference == stated.key]
+        if same_key:
+            return same_key[0]
     if stated.axis:
         same_pole = [row for row in rows if row.axis == stated.axis]
         if same_pole:
@@ -114,7 +137,7 @@ def _store(
             row = Preference.objects.create(
                 user=user,
                 category=stated.category,
-                preference=preference_key(stated.description),
+                preference=stated.key or preference_key(stated.description),
                 description=stated.description,
                 axis=stated.axis,
                 embedding=vector,
@@ -178,12 +201,14 @@ def preference_learn(
     description = " ".join(finding.description.split())[:500]
     if not description:
         raise ApplicationError("A preference needs its description.", field="description")
+    key = slugify(finding.preference).replace("-", "_")[:100]
     stated = Stated(
         category=finding.category,
         description=description,
-        axis=_axis(finding.axis),
+        axis=_axis(finding.axis) or AXIS_OF_KEY.get(key, ""),
         confidence=finding.confidence,
         source=Preference.Source.LEARNED,
+        key=key,
     )
     if vector is None:
         vector = preference_prepare(user=user, description=description)
@@ -212,8 +237,8 @@ def preference_learn(
 
 def preference_add_manual(*, user: User, description: str, category: str | None = None) -> tuple[Preference, bool]:
     """A preference the user wrote themself; (row, created). Stored like a learned one: a paraphrase
-    of an existing preference reinforces it (and switches it on); the category, when not given, is
-    the analyzer's reading of the text (else "behavior")."""
+    of an existing preference reinforces it (and switches it on), a contradicted one is superseded;
+    the category, when not given, is the analyzer's reading of the text (else "behavior")."""
     description = " ".join((description or "").split())
     if not description:
         raise ApplicationError("description is required: the preference in your own words.", field="description")
@@ -223,11 +248,11 @@ def preference_add_manual(*, user: User, description: str, category: str | None 
         raise ApplicationError(
             f"Unknown category {category!r}; expected one of {', '.join(PREFERENCE_CATEGORIES)}.", field="category"
         )
-    axis = ""
+    # The analyzer's reading gives the axis (for contradictions) and, when not given, the category.
+    finding = get_analyzer().analyze(AnalyzerInput(current_message=description)).preference
+    axis = (_axis(finding.axis) or AXIS_OF_KEY.get(finding.preference, "")) if finding else ""
     if category is None:
-        finding = get_analyzer().analyze(AnalyzerInput(current_message=description)).preference
         category = finding.category if finding and finding.category in PREFERENCE_CATEGORIES else DEFAULT_CATEGORY
-        axis = _axis(finding.axis) if finding else ""
     stated = Stated(
         category=category, description=description, axis=axis, confidence=0.9, source=Preference.Source.MANUAL
     )

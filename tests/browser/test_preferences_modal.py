@@ -15,12 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def user():
     user = UserFactory(username="pat")
-    preferences.preference_add_manual(
-        user=user, category="length", preference="concise", description="Keep responses short"
-    )
-    preferences.preference_add_manual(
-        user=user, category="format", preference="bullet_points", description="Use bullet points"
-    )
+    preferences.preference_add_manual(user=user, category="length", description="Keep responses short")
+    preferences.preference_add_manual(user=user, category="format", description="Use bullet points")
     LearnedWorkflow.objects.create(
         user=user,
         workflow_name="Weekly sales summary",
