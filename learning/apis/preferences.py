@@ -28,7 +28,7 @@ class PreferenceOutputSerializer(serializers.Serializer):
     active = serializers.BooleanField()
     source = serializers.CharField()  # type: ignore[assignment]  # the metaclass pops declared fields
     inactive_reason = serializers.CharField()
-    superseded_by = serializers.PrimaryKeyRelatedField(read_only=True)
+    superseded_by = serializers.IntegerField(source="superseded_by_id", allow_null=True)
     superseded_at = serializers.DateTimeField(allow_null=True)
     last_reinforced_at = serializers.DateTimeField()
     created_at = serializers.DateTimeField()
