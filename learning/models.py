@@ -62,6 +62,11 @@ class ChatMessage(models.Model):
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
 
+    @property
+    def analysis_state(self) -> str:
+        """ "done" once analysed (assistant and system messages have nothing to analyse), else "pending"."""
+        return "done" if self.analyzed_at is not None or self.role != self.Role.USER else "pending"
+
 
 class Preference(models.Model):
     """A response-style preference of one user, learned or added by hand: what they asked for in

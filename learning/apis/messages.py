@@ -50,11 +50,8 @@ class MessageDetailOutputSerializer(serializers.Serializer):
     content = serializers.CharField()
     client_message_id = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
-    analysis = serializers.SerializerMethodField()
+    analysis = serializers.ChoiceField(choices=["done", "pending"], source="analysis_state")
     learned = LearnedOutputSerializer(many=True)
-
-    def get_analysis(self, message: ChatMessage) -> str:
-        return "done" if message.analyzed_at else "pending"
 
 
 def _client_message_id(request: Request, body_id: str | None) -> str | None:
@@ -94,12 +91,13 @@ class MessageCreateApi(APIView):
         else:
             observed = messages.message_observe_once(**fields, client_message_id=client_id)
         message = observed.message
-        # In-process tasks (the default) have analysed it by now; with a worker it is still pending.
-        message.refresh_from_db(fields=["analyzed_at", "learned"])
+        if message.role == ChatMessage.Role.USER:
+            # In-process tasks (the default) have analysed it by now; with a worker it is usually pending.
+            message.refresh_from_db(fields=["analyzed_at", "learned"])
         body = {
             "message_id": message.pk,
             "context": observed.context,
-            "analysis": "done" if message.analyzed_at else "pending",
+            "analysis": message.analysis_state,
             "learned": message.learned,
         }
         if observed.replayed:

@@ -157,6 +157,13 @@ def test_bad_client_ids(world, body, headers, field):
     assert not ChatMessage.objects.exists()
 
 
+def test_an_assistant_message_has_nothing_to_analyse(world):
+    response = post(world.client("owner"), {"content": "Here is your summary.", "role": "assistant"})
+    assert (response.json()["analysis"], response.json()["learned"]) == ("done", [])
+    detail = world.client("owner").get(f"/api/v1/messages/{response.json()['message_id']}").json()
+    assert detail["analysis"] == "done"
+
+
 def test_a_message_is_read_by_its_owner_only(world):
     message = ChatMessageFactory(user=world.owner)
     url = f"/api/v1/messages/{message.pk}"
