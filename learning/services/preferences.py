@@ -21,7 +21,7 @@ from django.utils.text import slugify
 from accounts.models import User
 from config.exceptions import ApplicationError
 from core.embeddings import get_embedder
-from core.text import digest
+from core.text import content_words, digest, stem
 from feedback.models import EventFamily, Signal
 from learning.analyzer import get_analyzer
 from learning.analyzer.base import AnalyzerInput, PreferenceFinding
@@ -86,6 +86,16 @@ def _same_polarity(a: str, b: str) -> bool:
     return bool(NEGATED.match(a)) == bool(NEGATED.match(b))
 
 
+def _value_swapped(a: str, b: str) -> bool:
+    """The same sentence with another value ("Give temperatures in Celsius." / "... in Fahrenheit.",
+    0.89 apart): each side has words the other lacks, and at least half their words are shared.
+    Real paraphrases mostly reword more than that; the few this keeps apart just make a second row."""
+    words_a, words_b = ({stem(w) for w in content_words(text)} for text in (a, b))
+    if not (words_a - words_b) or not (words_b - words_a):
+        return False
+    return len(words_a & words_b) / len(words_a | words_b) >= 0.5
+
+
 def _embed_missing(user: User) -> None:
     """Rows from before open-set preferences (or written without a vector) get theirs now, in one batch."""
     missing = list(Preference.objects.filter(user=user, embedding__isnull=True).values_list("pk", "description"))
@@ -98,7 +108,8 @@ def _embed_missing(user: User) -> None:
 
 def _match(rows: list[Preference], stated: Stated, vector: np.ndarray) -> Preference | None:
     """The existing row this statement says again: the same axis and pole, else the most similar
-    description at PREFERENCE_SAME_SIMILARITY or above with the same polarity and no contradicting axis.
+    description at PREFERENCE_SAME_SIMILARITY or above with the same polarity, not the same sentence
+    with another value, and no contradicting axis.
     A key the analyzer sent matches its row first."""
     if stated.key:
         same_key = [row for row in rows if row.preference == stated.key]
@@ -112,7 +123,9 @@ def _match(rows: list[Preference], stated: Stated, vector: np.ndarray) -> Prefer
     for row in rows:
         if row.embedding is None or _contradicts(stated.axis, row.axis):
             continue
-        if not _same_polarity(stated.description, row.description):
+        if not _same_polarity(stated.description, row.description) or _value_swapped(
+            stated.description, row.description
+        ):
             continue
         similarity = float(np.dot(vector, row.embedding))
         if similarity >= best_similarity:

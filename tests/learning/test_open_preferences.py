@@ -51,6 +51,16 @@ def test_opposite_polarity_is_not_a_paraphrase(user):
     assert Preference.objects.filter(user=user).count() == 2
 
 
+def test_the_same_sentence_with_another_value_is_another_preference(user):
+    # 0.89 apart by embedding: merging them would store Fahrenheit as Celsius.
+    learn(user, "Give temperatures in Celsius.")
+    learn(user, "Give temperatures in Fahrenheit.")
+    assert sorted(Preference.objects.values_list("description", flat=True)) == [
+        "Give temperatures in Celsius.",
+        "Give temperatures in Fahrenheit.",
+    ]
+
+
 def test_a_contrary_preference_on_an_axis_supersedes_the_older_and_keeps_history(user):
     short = learn(user, "Keep answers to two or three lines.", category="length", axis="length:short")
     long = learn(user, "Give long, thorough answers.", category="length", axis="length:long")
