@@ -60,13 +60,14 @@ def test_memories_are_edited_and_deleted_in_the_modal(logged_in_page, user):
     MemoryFactory(owner=user, content="I live in Leeds.")
     page = logged_in_page(user, "/chat/")
     page.get_by_role("button", name="Preferences").click()
+    page.wait_for_load_state("networkidle")  # the lists loaded (on mount, and again on opening)
     modal = page.locator("#preferences-modal")
     modal.get_by_role("button", name="Edit I have two cats.").click()
     modal.get_by_label("Memory text").fill("I have three cats.")
     modal.get_by_role("button", name="Save memory").click()
     modal.get_by_text("I have three cats.").wait_for()
     modal.get_by_role("button", name="Delete I live in Leeds.").click()
-    modal.get_by_text("Memory deleted").wait_for()
+    modal.get_by_text("I live in Leeds.").wait_for(state="detached")
     assert list(Memory.objects.filter(owner=user).values_list("pk", "content")) == [(cats.pk, "I have three cats.")]
     memories = page.request.get("/api/v1/memories").json()["memories"]
     assert [m["content"] for m in memories] == ["I have three cats."]
@@ -75,6 +76,7 @@ def test_memories_are_edited_and_deleted_in_the_modal(logged_in_page, user):
 def test_memories_on_the_full_page(logged_in_page, user):
     MemoryFactory(owner=user, content="I am vegetarian.")
     page = logged_in_page(user, "/preferences/")
+    page.wait_for_load_state("networkidle")
     page.get_by_role("button", name="Delete I am vegetarian.").click()
     page.get_by_text("Nothing remembered yet.").wait_for()
     assert not Memory.objects.filter(owner=user).exists()

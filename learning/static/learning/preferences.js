@@ -43,6 +43,7 @@
     const errorBox = root.querySelector('[data-role="error"]');
     const form = root.querySelector('[data-role="add-form"]');
     let state = { preferences: [], workflows: [], taste: [], memories: [], toggles: {}, removals: {}, additions: [] };
+    let editing = {};  // the memory being edited: {id, draft}
 
     function showError(message) {
       errorBox.textContent = message || "";
@@ -123,20 +124,21 @@
       ]);
       li.appendChild(text);
       if (memory.visibility !== "private") return li;
-      const edit = el("button", { type: "button", className: "link", text: "Edit", "aria-label": "Edit " + memory.content });
-      const remove = el("button", { type: "button", className: "link", text: "Delete", "aria-label": "Delete " + memory.content });
-      edit.addEventListener("click", () => {
-        const input = el("input", { type: "text", value: memory.content, "aria-label": "Memory text", maxLength: 4000 });
+      if (editing.id === memory.id) {
+        // The editor is part of the state, so a list refresh (the modal reloads on opening) keeps it.
+        const input = el("input", { type: "text", value: editing.draft, "aria-label": "Memory text", maxLength: 4000 });
+        input.addEventListener("input", () => { editing.draft = input.value; });
         const save = el("button", { type: "submit", text: "Save memory" });
         const cancel = el("button", { type: "button", className: "link", text: "Cancel" });
         const editor = el("form", {}, [input, save, cancel]);
-        cancel.addEventListener("click", () => render());
+        cancel.addEventListener("click", () => { editing = {}; render(); });
         editor.addEventListener("submit", async (event) => {
           event.preventDefault();
           showError("");
           try {
             const saved = await api(base, "memories/" + encodeURIComponent(memory.id),
-                                    { method: "PATCH", body: JSON.stringify({ content: input.value }) });
+                                    { method: "PATCH", body: JSON.stringify({ content: editing.draft }) });
+            editing = {};
             state.memories = state.memories.map((m) => (m.id === saved.id ? saved : m));
             render();
             status.textContent = "Memory updated";
@@ -145,7 +147,15 @@
           }
         });
         li.replaceChildren(editor);
-        input.focus();
+        return li;
+      }
+      const edit = el("button", { type: "button", className: "link", text: "Edit", "aria-label": "Edit " + memory.content });
+      const remove = el("button", { type: "button", className: "link", text: "Delete", "aria-label": "Delete " + memory.content });
+      edit.addEventListener("click", () => {
+        editing = { id: memory.id, draft: memory.content };
+        render();
+        const input = li.parentNode && lists.memories.querySelector('input[aria-label="Memory text"]');
+        if (input) input.focus();
       });
       remove.addEventListener("click", async () => {
         showError("");
