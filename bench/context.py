@@ -65,7 +65,6 @@ def main() -> None:
         preference_add_manual(
             user=user,
             category=("tone", "length", "format", "expertise", "output", "behavior")[i % 6],
-            preference=f"rule {i}",
             description=f"Learned rule number {i} about how to answer",
         )
     topics = [

@@ -254,7 +254,6 @@ def main() -> None:
         preference_add_manual(
             user=carol,
             category=("tone", "length", "format", "expertise", "output", "behavior")[i % 6],
-            preference=f"rule {i}",
             description=f"Learned rule number {i} about how to answer",
         )
 

@@ -60,6 +60,22 @@ class LearningSettings(AppSettings):
         doc="Word overlap a message needs with a workflow's trigger or example to inject it.",
     )
 
+    # Open-set preferences.
+    PREFERENCE_SAME_SIMILARITY = Tunable(
+        0.77,
+        minimum=0.0,
+        maximum=1.0,
+        doc="Two preference descriptions are one preference (a reinforcement) at this embedding similarity or "
+        "above. From the labelled set's paraphrase families: the closest different preferences with the same "
+        "polarity ('Give temperatures in Celsius.' / 'in Fahrenheit.') are at 0.76.",
+    )
+    PREFERENCE_MIN_CONFIDENCE = Tunable(
+        0.5,
+        minimum=0.0,
+        maximum=1.0,
+        doc="A learned preference below this confidence is kept as a candidate: listed, never injected.",
+    )
+
     # Reinforcement and decay of learned preferences.
     REINFORCEMENT_RATE = Tunable(
         0.3, minimum=0.0, maximum=1.0, doc="Each re-detection closes this share of the gap between confidence and 1.0."

@@ -36,6 +36,12 @@ class ChatMessage(models.Model):
     analysis = models.JSONField(null=True, blank=True)
     # A worker that took this message into its batch; others skip it until this passes.
     analysis_claimed_until = models.DateTimeField(null=True, blank=True)
+    # What the analysis taught ([{kind, id, text}]), kept so "what did this message teach?" is one read.
+    learned = models.JSONField(default=list, blank=True)
+    # The caller's id for this message (body client_message_id or Idempotency-Key): a retry with it
+    # returns this message and the context it was answered with (kept only for such messages).
+    client_message_id = models.CharField(max_length=255, null=True, blank=True)
+    replay_context = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "chat_history"
@@ -46,14 +52,25 @@ class ChatMessage(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(role__in=["user", "assistant", "system"]), name="chat_role_valid"),
+            models.UniqueConstraint(
+                fields=["user", "client_message_id"],
+                condition=Q(client_message_id__isnull=False),
+                name="chat_unique_client_message_id",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
 
+    @property
+    def analysis_state(self) -> str:
+        """ "done" once analysed (assistant and system messages have nothing to analyse), else "pending"."""
+        return "done" if self.analyzed_at is not None or self.role != self.Role.USER else "pending"
+
 
 class Preference(models.Model):
-    """A response-style preference of one user, learned or added by hand."""
+    """A response-style preference of one user, learned or added by hand: what they asked for in
+    their own words (``description``), under a key (``preference``) that paraphrases reinforce."""
 
     class Source(models.TextChoices):
         LEARNED = "learned"
@@ -61,8 +78,15 @@ class Preference(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     category = models.CharField(max_length=16, choices=[(c, c) for c in PREFERENCE_CATEGORIES])
+    # A stable key: a slug of the first wording plus a short digest (older rows: a catalogue slug).
     preference = models.SlugField(max_length=100)
     description = models.CharField(max_length=500)
+    # "name:pole" ("length:short") when it lies on a canonical axis: only to detect contradictions.
+    axis = models.CharField(max_length=64, blank=True, default="")
+    # The description's embedding: how a paraphrase finds this row (computed on first comparison).
+    embedding = EmbeddingField(null=True, blank=True)
+    # Learned at low confidence: kept and listed, never injected until said again with confidence.
+    candidate = models.BooleanField(default=False)
     source_message = models.ForeignKey(ChatMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     confidence = models.FloatField(default=0.5)
     times_reinforced = models.PositiveIntegerField(default=1)
@@ -73,6 +97,7 @@ class Preference(models.Model):
     # Why an inactive preference is inactive: "user", "contradicted", "decayed".
     inactive_reason = models.CharField(max_length=32, blank=True, default="")
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    superseded_at = models.DateTimeField(null=True, blank=True)
     last_reinforced_at = models.DateTimeField(auto_now_add=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -190,6 +215,7 @@ class Memory(models.Model):
     needs_review = models.BooleanField(default=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    edited_at = models.DateTimeField(null=True, blank=True)  # last changed by its owner
 
     class Meta:
         db_table = "ai_memories"

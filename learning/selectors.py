@@ -60,6 +60,13 @@ def memory_list(*, user: User, project: Project | None = None) -> QuerySet[Memor
     )
 
 
+def memory_get_visible(*, user: User, memory_id: str) -> Memory | None:
+    """A memory the user may see (their own private one, or a shared one in their reach), or None."""
+    if parse_uuid(memory_id) is None:
+        return None
+    return Memory.objects.select_related("owner").filter(memory_visibility_q(user=user), pk=memory_id).first()
+
+
 def memory_get_own(*, user: User, memory_id: str) -> Memory | None:
     """One of the user's own private memories (None for anybody else's: ids do not leak)."""
     if parse_uuid(memory_id) is None:
@@ -82,6 +89,13 @@ def taste_patterns_applicable(*, user: User, plugin: str, command: str | None) -
         status__in=[TastePattern.Status.CANDIDATE, TastePattern.Status.ACTIVE],
     ).order_by("-confidence", "-observations", "-updated_at", "-pk")
     return patterns_consistent(live, command=command)[: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
+
+
+def message_get_own(*, user: User, message_id: str) -> ChatMessage | None:
+    """One of the user's own chat messages (None for anybody else's: ids do not leak)."""
+    if parse_uuid(message_id) is None:
+        return None
+    return ChatMessage.objects.filter(user=user, pk=message_id).first()
 
 
 def message_get(*, message_id: str) -> ChatMessage | None:

@@ -14,12 +14,14 @@ management = [
     path("workflows/<int:workflow_id>", workflows.WorkflowDetailApi.as_view()),
     path("context", context.ContextApi.as_view()),
     path("memories", memories.MemoryListApi.as_view()),
+    path("memories/<str:memory_id>", memories.MemoryDetailApi.as_view()),
     path("taste-patterns", taste.TastePatternListApi.as_view()),
     path("taste-patterns/<int:pattern_id>/stop", taste.TastePatternStopApi.as_view()),
 ]
 
 urlpatterns = [
     path("messages", messages.MessageCreateApi.as_view(), name="messages"),
+    path("messages/<str:message_id>", messages.MessageDetailApi.as_view(), name="message"),
     path("commands/runs", taste.CommandRunApi.as_view(), name="command-runs"),
     path("commands/decisions", taste.CommandDecisionApi.as_view(), name="command-decisions"),
     path("responses/feedback", responses.ResponseFeedbackApi.as_view(), name="response-feedback"),

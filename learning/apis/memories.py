@@ -1,15 +1,19 @@
-"""What the assistant remembers about the user."""
+"""What the assistant remembers about the user: list, read, edit and forget."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.api import StrictCharField, StrictInputSerializer
 from learning import selectors
 from learning.apis.common import subject_user
+from learning.models import Memory
+from learning.services import memories
 
 
 class MemoryOutputSerializer(serializers.Serializer):
@@ -19,6 +23,12 @@ class MemoryOutputSerializer(serializers.Serializer):
     confidence = serializers.FloatField()
     visibility = serializers.CharField()
     created_at = serializers.DateTimeField()
+    edited_at = serializers.DateTimeField(allow_null=True)
+
+
+class MemoryUpdateInputSerializer(StrictInputSerializer):
+    content = StrictCharField(required=False, max_length=4000)
+    kind = serializers.ChoiceField(choices=Memory.Kind.choices, required=False)
 
 
 class MemoryListApi(APIView):
@@ -27,3 +37,33 @@ class MemoryListApi(APIView):
         return Response(
             {"memories": MemoryOutputSerializer(selectors.memory_list(user=subject_user(request)), many=True).data}
         )
+
+
+class MemoryDetailApi(APIView):
+    """A memory the user may see; only their own private ones are edited or deleted here (a shared
+    copy answers 409: it changes only through the promotion that shared it)."""
+
+    def _memory(self, request: Request, memory_id: str) -> Memory:
+        memory = selectors.memory_get_visible(user=subject_user(request), memory_id=memory_id)
+        if memory is None:
+            raise NotFound("No such memory.")
+        return memory
+
+    @extend_schema(responses=MemoryOutputSerializer, summary="One memory")
+    def get(self, request: Request, memory_id: str) -> Response:
+        return Response(MemoryOutputSerializer(self._memory(request, memory_id)).data)
+
+    @extend_schema(
+        request=MemoryUpdateInputSerializer, responses=MemoryOutputSerializer, summary="Edit one of your memories"
+    )
+    def patch(self, request: Request, memory_id: str) -> Response:
+        memory = self._memory(request, memory_id)
+        serializer = MemoryUpdateInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row = memories.memory_update(memory=memory, **serializer.validated_data)
+        return Response(MemoryOutputSerializer(row).data)
+
+    @extend_schema(request=None, responses={204: None}, summary="Forget one of your memories")
+    def delete(self, request: Request, memory_id: str) -> Response:
+        memories.memory_delete(memory=self._memory(request, memory_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -21,19 +21,24 @@ class PreferenceOutputSerializer(serializers.Serializer):
     category = serializers.CharField()
     preference = serializers.CharField()
     description = serializers.CharField()
+    axis = serializers.CharField()
+    candidate = serializers.BooleanField()
     confidence = serializers.FloatField()
     times_reinforced = serializers.IntegerField()
     active = serializers.BooleanField()
     source = serializers.CharField()  # type: ignore[assignment]  # the metaclass pops declared fields
     inactive_reason = serializers.CharField()
+    superseded_by = serializers.IntegerField(source="superseded_by_id", allow_null=True)
+    superseded_at = serializers.DateTimeField(allow_null=True)
     last_reinforced_at = serializers.DateTimeField()
     created_at = serializers.DateTimeField()
 
 
 class PreferenceInputSerializer(StrictInputSerializer):
-    category = serializers.ChoiceField(choices=[(c, c) for c in PREFERENCE_CATEGORIES])
-    preference = StrictCharField(max_length=100)
-    description = StrictCharField(max_length=500, required=False, allow_blank=True)
+    """A preference in the user's words; the category, when absent, is the analyzer's reading."""
+
+    description = StrictCharField(max_length=500)
+    category = serializers.ChoiceField(choices=[(c, c) for c in PREFERENCE_CATEGORIES], required=False)
 
 
 class PreferencesOutputSerializer(serializers.Serializer):
@@ -49,7 +54,7 @@ class PreferenceListCreateApi(APIView):
     @extend_schema(
         request=PreferenceInputSerializer,
         responses={201: PreferenceOutputSerializer, 200: PreferenceOutputSerializer},
-        summary="Add a preference by hand",
+        summary="Add a preference by hand (a paraphrase of an existing one reinforces it: 200)",
     )
     def post(self, request: Request) -> Response:
         serializer = PreferenceInputSerializer(data=request.data)

@@ -73,7 +73,7 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
     if cached is not None:
         return cached
     preferences = (
-        Preference.objects.filter(user=user, active=True)
+        Preference.objects.filter(user=user, active=True, candidate=False)  # candidates are never injected
         .order_by("-confidence", "-times_reinforced")
         .values_list("id", "category", "preference", "description", "confidence", "needs_review")
     )

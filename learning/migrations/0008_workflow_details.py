@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0001_initial'),
-        ('learning', '0006_copy_command_runs_from_events'),
+        ('learning', '0007_open_set_preferences'),
     ]
 
     operations = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
@@ -48,6 +49,53 @@ def memory_remember(*, owner: User, finding: MemoryFinding, source_message: Chat
         memory.confidence = round(reinforced(memory.confidence, finding.confidence), 4)
         memory.save(update_fields=["confidence"])
         return memory
+
+
+def memory_update(*, memory: Memory, content: str | None = None, kind: str | None = None) -> Memory:
+    """The owner rewrites a private memory (its text, its kind); a shared copy changes only through
+    the promotion that made it."""
+    if memory.visibility != Memory.Visibility.PRIVATE:
+        raise Conflict("A shared memory changes only through the promotion that shared it.", field="visibility")
+    if content is None and kind is None:
+        raise ApplicationError("Send content or kind.", field="content")
+    if kind is not None and kind not in Memory.Kind.values:
+        raise ApplicationError(f"kind must be one of {', '.join(Memory.Kind.values)}.", field="kind")
+    fields = ["edited_at"]
+    with transaction.atomic():
+        row = Memory.objects.select_for_update().get(pk=memory.pk)
+        if content is not None:
+            content = content.strip()
+            if not content:
+                raise ApplicationError("content must not be empty.", field="content")
+            if len(content) > 4000:
+                raise ApplicationError("content is at most 4000 characters.", field="content")
+            digest = normalised_digest(content)
+            duplicate = Memory.objects.filter(
+                owner_id=row.owner_id, content_hash=digest, visibility=Memory.Visibility.PRIVATE
+            ).exclude(pk=row.pk)
+            if duplicate.exists():
+                raise Conflict("You already have a memory with this content.", field="content")
+            row.content, row.content_hash = content, digest
+            row.needs_review = steering_flag(
+                user=row.owner, text=content, subject_type="memory", subject_id=str(row.pk)
+            )
+            fields += ["content", "content_hash", "needs_review"]
+        if kind is not None:
+            row.kind = kind
+            fields.append("kind")
+        row.edited_at = timezone.now()
+        row.save(update_fields=fields)
+        changed_after_commit(row.owner_id)
+    return row
+
+
+def memory_delete(*, memory: Memory) -> None:
+    """Forget a private memory; a shared copy is withdrawn through its promotion instead."""
+    if memory.visibility != Memory.Visibility.PRIVATE:
+        raise Conflict("A shared memory is withdrawn through the promotion that shared it.", field="visibility")
+    with transaction.atomic():
+        Memory.objects.filter(pk=memory.pk).delete()
+        changed_after_commit(memory.owner_id)
 
 
 def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, project: Project | None) -> dict:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import uuid
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Project, User
-from config.exceptions import ApplicationError
+from config.exceptions import ApplicationError, Conflict
 from core.embeddings import get_embedder
 from core.text import digest, summarize, words
 from feedback.models import EventFamily, Signal
@@ -29,7 +32,7 @@ from learning.models import ChatMessage, PromptPattern
 from learning.selectors import pattern_window, recent_messages
 from learning.services.common import message_event_record
 from learning.services.memories import memory_remember
-from learning.services.preferences import preference_learn
+from learning.services.preferences import preference_learn, preference_prepare
 from learning.services.taste import taste_pattern_stop
 from learning.services.taste_rules import asks_to_stop
 from learning.services.usages import usages_record
@@ -38,21 +41,99 @@ from learning.services.workflows import workflow_learn
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Observed:
+    """A stored message, the context it was answered with, and whether this was a replay of it."""
+
+    message: ChatMessage
+    context: dict[str, Any]
+    replayed: bool = False
+
+
 def message_observe(
     *, user: User, session_id: str, content: str, role: str = ChatMessage.Role.USER, project: Project | None = None
 ) -> tuple[ChatMessage, Context]:
     """Store a chat message (and, for a user message, its prompt pattern), queue its analysis
     after commit, and return the context to inject into this very call. No model work here."""
-    content = content or ""
-    if not content.strip():
+    _validate(content=content, role=role)
+    return _observe(user=user, session_id=session_id, content=content, role=role, project=project)
+
+
+def message_observe_once(
+    *,
+    user: User,
+    session_id: str,
+    content: str,
+    client_message_id: str,
+    role: str = ChatMessage.Role.USER,
+    project: Project | None = None,
+) -> Observed:
+    """Observe a message the caller names: a retry with the same id returns the original message
+    and its context and learns nothing again; the same id with other content is a conflict."""
+    _validate(content=content, role=role)
+    if not client_message_id.strip() or len(client_message_id) > 255:
+        raise ApplicationError("client_message_id must be 1 to 255 characters.", field="client_message_id")
+    original = ChatMessage.objects.filter(user=user, client_message_id=client_message_id).first()
+    if original is not None:
+        return _replay(original, content=content, session_id=session_id)
+    try:
+        message, context = _observe(
+            user=user,
+            session_id=session_id,
+            content=content,
+            role=role,
+            project=project,
+            client_message_id=client_message_id,
+        )
+    except IntegrityError:
+        # A concurrent retry stored it first: the unique constraint on (user, client_message_id) decided.
+        original = ChatMessage.objects.filter(user=user, client_message_id=client_message_id).first()
+        if original is None:
+            raise
+        return _replay(original, content=content, session_id=session_id)
+    return Observed(message=message, context=context.as_dict())
+
+
+def _replay(original: ChatMessage, *, content: str, session_id: str) -> Observed:
+    if original.content != content or original.session_id != session_id:
+        raise Conflict("This client_message_id was already used for a different message.", field="client_message_id")
+    return Observed(message=original, context=original.replay_context or {}, replayed=True)
+
+
+def _validate(*, content: str, role: str) -> None:
+    if not (content or "").strip():
         raise ApplicationError("content must not be empty.", field="content")
     if len(content) > learning_settings.MESSAGE_MAX_CHARS:
         raise ApplicationError(f"content is at most {learning_settings.MESSAGE_MAX_CHARS} characters.", field="content")
     if role not in ChatMessage.Role.values:
         raise ApplicationError(f"Unknown role {role!r}.", field="role")
+
+
+def _observe(
+    *,
+    user: User,
+    session_id: str,
+    content: str,
+    role: str,
+    project: Project | None,
+    client_message_id: str | None = None,
+) -> tuple[ChatMessage, Context]:
+    message_id = uuid.uuid4()
     with transaction.atomic():
+        if role == ChatMessage.Role.USER and asks_to_stop(content):
+            taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
+        # Built before the insert, so a message with a client id stores the context it is answered with.
+        scope = Scope(project_id=project.pk if project else None)
+        context = context_build(user=user, message=content if role == ChatMessage.Role.USER else None, scope=scope)
         message = ChatMessage.objects.create(
-            session_id=session_id, user=user, project=project, role=role, content=content
+            id=message_id,
+            session_id=session_id,
+            user=user,
+            project=project,
+            role=role,
+            content=content,
+            client_message_id=client_message_id,
+            replay_context=context.as_dict() if client_message_id else None,
         )
         if role == ChatMessage.Role.USER:
             PromptPattern.objects.create(
@@ -68,11 +149,7 @@ def message_observe(
                 ChatMessage.objects.filter(pk=message.pk).update(
                     analyzed_at=timezone.now(), analysis={"skipped": "preference learning is off"}
                 )
-            if asks_to_stop(content):
-                taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
         # In the same transaction: the injections are recorded with the message, at one commit.
-        scope = Scope(project_id=project.pk if project else None)
-        context = context_build(user=user, message=content if role == ChatMessage.Role.USER else None, scope=scope)
         usages_record(user=user, context=context, scope=scope, response_id=str(message.pk))
     return message, context
 
@@ -176,6 +253,12 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
         else:
             analysis = analyzer.analyze(data)
 
+        # The preference's own embedding too, before any lock is taken.
+        preference_vector = (
+            preference_prepare(user=message.user, description=analysis.preference.description)
+            if analysis.preference is not None and not analysis.steering
+            else None
+        )
         with transaction.atomic():
             locked = (
                 ChatMessage.objects.select_for_update(of=("self",)).select_related("user", "project").get(pk=message.pk)
@@ -185,18 +268,26 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
             PromptPattern.objects.filter(message_id=message.pk).update(
                 embedding=vector.astype(np.float32).tobytes(), prompt_category=category
             )
-            _apply(locked, analysis, vector, similar_patterns)
+            locked.learned = _apply(locked, analysis, vector, similar_patterns, preference_vector)
             locked.analyzed_at = timezone.now()
             locked.analysis = analysis.as_dict()
-            locked.save(update_fields=["analyzed_at", "analysis"])
+            locked.save(update_fields=["analyzed_at", "analysis", "learned"])
         results[str(message.pk)] = analysis
     for user_id in {m.user_id for m in messages}:
         _pattern_prune(user_id)
     return results
 
 
-def _apply(message: ChatMessage, analysis: Analysis, vector: np.ndarray, similar_patterns: list[PromptPattern]) -> None:
+def _apply(
+    message: ChatMessage,
+    analysis: Analysis,
+    vector: np.ndarray,
+    similar_patterns: list[PromptPattern],
+    preference_vector: np.ndarray | None,
+) -> list[dict[str, str]]:
+    """Apply what the analysis found; returns what was learned ([{kind, id, text}])."""
     user = message.user
+    learned: list[dict[str, str]] = []
     if analysis.analyzer.startswith("fallback"):
         message_event_record(
             message,
@@ -209,33 +300,46 @@ def _apply(message: ChatMessage, analysis: Analysis, vector: np.ndarray, similar
             subject_type="message",
             subject_id=str(message.pk),
         )
+    if analysis.steering:
+        # Text that tries to steer the assistant or other users teaches nothing: flagged for review.
+        message_event_record(
+            message,
+            "steering",
+            event_type="learned_text_flagged",
+            event_family=EventFamily.USER_PREFERENCE,
+            signal=Signal.NEEDS_REVIEW,
+            reason_category="steering",
+            free_text=message.content[:10_000],
+            subject_type="message",
+            subject_id=str(message.pk),
+        )
+        return learned
     if analysis.preference is not None:
-        preference_learn(user=user, finding=analysis.preference, source_message=message)
-    if analysis.detected == "correction":
+        preference = preference_learn(
+            user=user, finding=analysis.preference, source_message=message, vector=preference_vector
+        )
+        if not preference.candidate:  # a tentative candidate is not announced as learned
+            learned.append({"kind": "preference", "id": str(preference.pk), "text": preference.description})
+    if analysis.detected in ("correction", "pain_point"):
+        kind = analysis.detected
         message_event_record(
             message,
-            "correction",
-            event_type="correction",
+            kind,
+            event_type=kind,
             event_family=EventFamily.ASSISTANT_RESPONSE,
-            signal=Signal.CORRECTED,
-            reason_category="correction",
+            signal=Signal.CORRECTED if kind == "correction" else Signal.NEGATIVE,
+            reason_category=kind,
             free_text=message.content[:10_000],
             subject_type="message",
             subject_id=str(message.pk),
         )
-    elif analysis.detected == "pain_point":
-        message_event_record(
-            message,
-            "pain_point",
-            event_type="pain_point",
-            event_family=EventFamily.ASSISTANT_RESPONSE,
-            signal=Signal.NEGATIVE,
-            reason_category="pain_point",
-            free_text=message.content[:10_000],
-            subject_type="message",
-            subject_id=str(message.pk),
-        )
+        learned.append({"kind": kind, "id": str(message.pk), "text": summarize(message.content, words=24)})
     elif analysis.detected == "workflow" and analysis.workflow is not None:
-        workflow_learn(user=user, finding=analysis.workflow, message=message, vector=vector, past=similar_patterns)
+        workflow = workflow_learn(
+            user=user, finding=analysis.workflow, message=message, vector=vector, past=similar_patterns
+        )
+        learned.append({"kind": "workflow", "id": str(workflow.pk), "text": workflow.workflow_name})
     if analysis.memory is not None:
-        memory_remember(owner=user, finding=analysis.memory, source_message=message)
+        memory = memory_remember(owner=user, finding=analysis.memory, source_message=message)
+        learned.append({"kind": "memory", "id": str(memory.pk), "text": memory.content[:500]})
+    return learned

@@ -1,146 +1,276 @@
-"""Learned and stated preferences: learn, add by hand, switch on or off, forget, decay."""
+"""Learned and stated preferences: learn, add by hand, switch on or off, forget, decay.
+
+Preferences are open-ended: a row keeps what the user asked for in their words. A new one is
+compared with the user's existing ones by embedding similarity: a paraphrase reinforces the row
+it matches instead of making another. Canonical axes ("length:short" / "length:long") only serve
+to find contradictions: the newer preference supersedes the older, which is kept inactive.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+import numpy as np
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
 from accounts.models import User
 from config.exceptions import ApplicationError
+from core.embeddings import get_embedder
+from core.text import content_words, digest, stem
 from feedback.models import EventFamily, Signal
-from learning.analyzer import catalog
-from learning.analyzer.base import (
-    PreferenceFinding,
-)
+from learning.analyzer import get_analyzer
+from learning.analyzer.base import AnalyzerInput, PreferenceFinding
 from learning.conf import learning_settings
 from learning.context.cache import context_invalidate_all
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, Preference
-from learning.safety import steering_reasons
 from learning.services.common import changed_after_commit, message_event_record, reinforced, steering_flag
 
+AXIS_PATTERN = re.compile(r"^[a-z_]{1,30}:[a-z_]{1,30}$")
+# An instruction that opens by forbidding ("Don't use emojis") and one that asks ("Use emoji
+# freely") embed close together (0.79 on the labelled set): opposite polarity is never one preference.
+NEGATED = re.compile(r"^\W*(don'?t|do not|never|no|avoid|stop|skip|quit|without|less)\b", re.IGNORECASE)
+DEFAULT_CATEGORY = "behavior"
+# Keys an analyzer may still send from the old catalogue, and the canonical axis each lies on
+# (the same table the 0007 migration applied to stored rows).
+AXIS_OF_KEY = {
+    "concise": "length:short",
+    "detailed": "length:long",
+    "formal": "tone:formal",
+    "casual": "tone:casual",
+    "expert": "expertise:expert",
+    "beginner": "expertise:basic",
+    "basic": "expertise:basic",
+    "bullet_points": "format:bullets",
+    "bullets": "format:bullets",
+    "prose": "format:prose",
+    "tables": "format:table",
+    "ask_clarifying": "followups:ask",
+    "no_clarifying": "followups:none",
+}
 
-def preference_learn(*, user: User, finding: PreferenceFinding, source_message: ChatMessage | None) -> Preference:
-    """Create or reinforce a learned preference; a contradicting older one is deactivated."""
+
+@dataclass(frozen=True)
+class Stated:
+    """A preference as said, before it is stored."""
+
+    category: str
+    description: str
+    axis: str
+    confidence: float
+    source: str
+    key: str = ""  # the analyzer's key, when it sent one
+
+
+def preference_key(description: str) -> str:
+    """The stable key of a new preference: a slug of its first wording and a short digest."""
+    slug = slugify(description)[:80].strip("-") or "preference"
+    return f"{slug}-{digest(description.strip().lower())[:8]}"
+
+
+def _axis(value: str | None) -> str:
+    value = (value or "").strip().lower()
+    return value if AXIS_PATTERN.match(value) else ""
+
+
+def _contradicts(axis: str, other: str) -> bool:
+    """Same canonical axis, another pole ("tone:formal" against "tone:casual")."""
+    return bool(axis and other) and axis.split(":")[0] == other.split(":")[0] and axis != other
+
+
+def _same_polarity(a: str, b: str) -> bool:
+    return bool(NEGATED.match(a)) == bool(NEGATED.match(b))
+
+
+def _value_swapped(a: str, b: str) -> bool:
+    """The same sentence with another value ("Give temperatures in Celsius." / "... in Fahrenheit.",
+    0.89 apart): each side has words the other lacks, and at least half their words are shared.
+    Real paraphrases mostly reword more than that; the few this keeps apart just make a second row."""
+    words_a, words_b = ({stem(w) for w in content_words(text)} for text in (a, b))
+    if not (words_a - words_b) or not (words_b - words_a):
+        return False
+    return len(words_a & words_b) / len(words_a | words_b) >= 0.5
+
+
+def _embed_missing(user: User) -> None:
+    """Rows from before open-set preferences (or written without a vector) get theirs now, in one batch."""
+    missing = list(Preference.objects.filter(user=user, embedding__isnull=True).values_list("pk", "description"))
+    if not missing:
+        return
+    vectors = get_embedder().embed([description for _, description in missing])
+    for (pk, _), vector in zip(missing, vectors, strict=True):
+        Preference.objects.filter(pk=pk, embedding__isnull=True).update(embedding=vector.astype(np.float32).tobytes())
+
+
+def _match(rows: list[Preference], stated: Stated, vector: np.ndarray) -> Preference | None:
+    """The existing row this statement says again: the same axis and pole, else the most similar
+    description at PREFERENCE_SAME_SIMILARITY or above with the same polarity, not the same sentence
+    with another value, and no contradicting axis.
+    A key the analyzer sent matches its row first."""
+    if stated.key:
+        same_key = [row for row in rows if row.preference == stated.key]
+        if same_key:
+            return same_key[0]
+    if stated.axis:
+        same_pole = [row for row in rows if row.axis == stated.axis]
+        if same_pole:
+            return max(same_pole, key=lambda row: (row.active, row.last_reinforced_at))
+    best, best_similarity = None, learning_settings.PREFERENCE_SAME_SIMILARITY
+    for row in rows:
+        if row.embedding is None or _contradicts(stated.axis, row.axis):
+            continue
+        if not _same_polarity(stated.description, row.description) or _value_swapped(
+            stated.description, row.description
+        ):
+            continue
+        similarity = float(np.dot(vector, row.embedding))
+        if similarity >= best_similarity:
+            best, best_similarity = row, similarity
+    return best
+
+
+def _store(
+    *, user: User, stated: Stated, vector: np.ndarray, source_message: ChatMessage | None
+) -> tuple[Preference, bool]:
+    """Reinforce the row this statement paraphrases, or create one; then supersede contradicted rows."""
+    now = timezone.now()
+    manual = stated.source == Preference.Source.MANUAL
+    candidate = not manual and stated.confidence < learning_settings.PREFERENCE_MIN_CONFIDENCE
+    with transaction.atomic():
+        # One writer per user at a time: two workers must not both create the same new preference.
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        rows = list(Preference.objects.filter(user=user))
+        row = _match(rows, stated, vector)
+        created = row is None
+        if row is None:
+            row = Preference.objects.create(
+                user=user,
+                category=stated.category,
+                preference=stated.key or preference_key(stated.description),
+                description=stated.description,
+                axis=stated.axis,
+                embedding=vector,
+                source_message=source_message,
+                confidence=round(min(0.9, max(0.05, stated.confidence)), 4),
+                source=stated.source,
+                candidate=candidate,
+                last_reinforced_at=now,
+            )
+            row.needs_review = steering_flag(
+                user=user, text=row.description, subject_type="preference", subject_id=str(row.pk)
+            )
+            if row.needs_review:
+                row.save(update_fields=["needs_review"])
+        else:
+            row.confidence = round(reinforced(row.confidence, stated.confidence), 4)
+            row.times_reinforced = F("times_reinforced") + 1
+            row.last_reinforced_at = now
+            fields = ["confidence", "times_reinforced", "last_reinforced_at", "updated_at"]
+            if row.candidate and (manual or row.confidence >= learning_settings.PREFERENCE_MIN_CONFIDENCE):
+                row.candidate = False
+                fields.append("candidate")
+            if stated.axis and not row.axis:
+                row.axis = stated.axis
+                fields.append("axis")
+            # Said again: back on, unless the user switched it off themself (adding it by hand is
+            # the user saying so).
+            if not row.active and (manual or row.inactive_reason != "user"):
+                row.active, row.inactive_reason, row.superseded_by, row.superseded_at = True, "", None, None
+                fields += ["active", "inactive_reason", "superseded_by", "superseded_at"]
+            row.save(update_fields=fields)
+            row.refresh_from_db(fields=["times_reinforced"])
+        if row.active and not row.candidate and row.axis:
+            contradicted = [other.pk for other in rows if other.active and _contradicts(row.axis, other.axis)]
+            Preference.objects.filter(pk__in=contradicted).update(
+                active=False, inactive_reason="contradicted", superseded_by=row, superseded_at=now, updated_at=now
+            )
+        changed_after_commit(user.pk)
+    return row, created
+
+
+def preference_prepare(*, user: User, description: str) -> np.ndarray:
+    """The model work storing a preference needs, done before any lock: the user's rows that have
+    no embedding yet get theirs, and the new description's vector is returned."""
+    _embed_missing(user)
+    return get_embedder().embed_one(" ".join(description.split())[:500])
+
+
+def preference_learn(
+    *,
+    user: User,
+    finding: PreferenceFinding,
+    source_message: ChatMessage | None,
+    vector: np.ndarray | None = None,
+) -> Preference:
+    """Store a preference the analyzer found: a paraphrase of an existing one reinforces it; a
+    low-confidence one is a candidate; a contradicted older one is superseded (kept, inactive).
+    ``vector``: from preference_prepare, when the caller did the model work already."""
     if finding.category not in PREFERENCE_CATEGORIES:
         raise ApplicationError(f"Unknown preference category {finding.category!r}.", field="category")
-    slug = slugify(finding.preference).replace("-", "_")[:100] or "custom"
-    now = timezone.now()
-    with transaction.atomic():
-        preference = (
-            Preference.objects.select_for_update().filter(user=user, category=finding.category, preference=slug).first()
+    description = " ".join(finding.description.split())[:500]
+    if not description:
+        raise ApplicationError("A preference needs its description.", field="description")
+    key = slugify(finding.preference).replace("-", "_")[:100]
+    stated = Stated(
+        category=finding.category,
+        description=description,
+        axis=_axis(finding.axis) or AXIS_OF_KEY.get(key, ""),
+        confidence=finding.confidence,
+        source=Preference.Source.LEARNED,
+        key=key,
+    )
+    if vector is None:
+        vector = preference_prepare(user=user, description=description)
+    preference, created = _store(user=user, stated=stated, vector=vector, source_message=source_message)
+    if source_message is not None:
+        message_event_record(
+            source_message,
+            "preference",
+            event_type="preference_learned" if created else "preference_reinforced",
+            event_family=EventFamily.USER_PREFERENCE,
+            signal=Signal.NEEDS_REVIEW if preference.candidate else Signal.POSITIVE,
+            subject_type="preference",
+            subject_id=str(preference.pk),
+            after_snapshot={
+                "category": preference.category,
+                "preference": preference.preference,
+                "description": preference.description,
+                "axis": preference.axis,
+                "candidate": preference.candidate,
+                "confidence": preference.confidence,
+                "times_reinforced": preference.times_reinforced,
+            },
         )
-        if preference is None:
-            try:
-                with transaction.atomic():
-                    preference = Preference.objects.create(
-                        user=user,
-                        category=finding.category,
-                        preference=slug,
-                        description=finding.description[:500],
-                        source_message=source_message,
-                        confidence=round(min(0.9, max(0.3, finding.confidence)), 4),
-                        last_reinforced_at=now,
-                        needs_review=bool(steering_reasons(finding.description)),
-                    )
-                created = True
-                if preference.needs_review:
-                    steering_flag(
-                        user=user, text=preference.description, subject_type="preference", subject_id=str(preference.pk)
-                    )
-            except IntegrityError:
-                preference = Preference.objects.select_for_update().get(
-                    user=user, category=finding.category, preference=slug
-                )
-                created = False
-        else:
-            created = False
-        if not created:
-            preference.confidence = round(reinforced(preference.confidence, finding.confidence), 4)
-            preference.times_reinforced = F("times_reinforced") + 1
-            preference.last_reinforced_at = now
-            fields = ["confidence", "times_reinforced", "last_reinforced_at", "updated_at"]
-            # Said again: back on, unless the user switched it off themself.
-            if not preference.active and preference.inactive_reason != "user":
-                preference.active, preference.inactive_reason, preference.superseded_by = True, "", None
-                fields += ["active", "inactive_reason", "superseded_by"]
-            preference.save(update_fields=fields)
-            preference.refresh_from_db(fields=["times_reinforced"])
-        changed_after_commit(user.pk)
-        opposite = catalog.opposite_of(slug)
-        if opposite and preference.active:
-            Preference.objects.filter(user=user, category=finding.category, preference=opposite, active=True).update(
-                active=False, inactive_reason="contradicted", superseded_by=preference, updated_at=now
-            )
-        if source_message is not None:
-            message_event_record(
-                source_message,
-                "preference",
-                event_type="preference_learned" if created else "preference_reinforced",
-                event_family=EventFamily.USER_PREFERENCE,
-                signal=Signal.POSITIVE,
-                subject_type="preference",
-                subject_id=str(preference.pk),
-                after_snapshot={
-                    "category": preference.category,
-                    "preference": preference.preference,
-                    "confidence": preference.confidence,
-                    "times_reinforced": preference.times_reinforced,
-                },
-            )
     return preference
 
 
-def preference_add_manual(*, user: User, category: str, preference: str, description: str) -> tuple[Preference, bool]:
-    """A preference the user wrote themself; (row, created). An existing one is updated and switched on."""
-    if category not in PREFERENCE_CATEGORIES:
+def preference_add_manual(*, user: User, description: str, category: str | None = None) -> tuple[Preference, bool]:
+    """A preference the user wrote themself; (row, created). Stored like a learned one: a paraphrase
+    of an existing preference reinforces it (and switches it on), a contradicted one is superseded;
+    the category, when not given, is the analyzer's reading of the text (else "behavior")."""
+    description = " ".join((description or "").split())
+    if not description:
+        raise ApplicationError("description is required: the preference in your own words.", field="description")
+    if len(description) > 500:
+        raise ApplicationError("description is at most 500 characters.", field="description")
+    if category is not None and category not in PREFERENCE_CATEGORIES:
         raise ApplicationError(
             f"Unknown category {category!r}; expected one of {', '.join(PREFERENCE_CATEGORIES)}.", field="category"
         )
-    slug = slugify(preference).replace("-", "_")[:100]
-    if not slug:
-        raise ApplicationError("preference must contain letters or digits.", field="preference")
-    description = (description or "").strip() or preference.strip()
-    if len(description) > 500:
-        raise ApplicationError("description is at most 500 characters.", field="description")
-    now = timezone.now()
-    with transaction.atomic():
-        row, created = Preference.objects.select_for_update().get_or_create(
-            user=user,
-            category=category,
-            preference=slug,
-            defaults={
-                "description": description,
-                "source": Preference.Source.MANUAL,
-                "confidence": 0.9,
-                "last_reinforced_at": now,
-            },
-        )
-        if not created:
-            row.description, row.active, row.inactive_reason, row.last_reinforced_at = description, True, "", now
-        row.needs_review = steering_flag(
-            user=user, text=f"{preference} {description}", subject_type="preference", subject_id=str(row.pk)
-        )
-        row.save(
-            update_fields=[
-                "description",
-                "active",
-                "inactive_reason",
-                "last_reinforced_at",
-                "needs_review",
-                "updated_at",
-            ]
-        )
-        changed_after_commit(user.pk)
-        opposite = catalog.opposite_of(slug)
-        if opposite:
-            Preference.objects.filter(user=user, category=category, preference=opposite, active=True).update(
-                active=False, inactive_reason="contradicted", superseded_by=row, updated_at=now
-            )
-    return row, created
+    # The analyzer's reading gives the axis (for contradictions) and, when not given, the category.
+    finding = get_analyzer().analyze(AnalyzerInput(current_message=description)).preference
+    axis = (_axis(finding.axis) or AXIS_OF_KEY.get(finding.preference, "")) if finding else ""
+    if category is None:
+        category = finding.category if finding and finding.category in PREFERENCE_CATEGORIES else DEFAULT_CATEGORY
+    stated = Stated(
+        category=category, description=description, axis=axis, confidence=0.9, source=Preference.Source.MANUAL
+    )
+    vector = preference_prepare(user=user, description=description)
+    return _store(user=user, stated=stated, vector=vector, source_message=None)
 
 
 def preference_set_active(*, preference: Preference, active: bool) -> Preference:

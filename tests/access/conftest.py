@@ -14,6 +14,7 @@ from feedback.models import EventFamily
 from promotions.models import PromotionStatus
 from tests.conftest import World
 from tests.factories import (
+    ChatMessageFactory,
     ChunkFactory,
     DocumentFactory,
     FeedbackEventFactory,
@@ -68,6 +69,7 @@ def access_world(world: World) -> AccessWorld:
         "preference": PreferenceFactory(user=owner).pk,
         "workflow": LearnedWorkflowFactory(user=owner).pk,
         "memory": MemoryFactory(owner=owner).pk,
+        "message": ChatMessageFactory(user=owner).pk,
         "taste_pattern": TastePatternFactory(user=owner).pk,
         # A project event members may read, and a private one only its owner (and admins) may.
         "event": FeedbackEventFactory(user=owner, project=project).pk,

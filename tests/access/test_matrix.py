@@ -92,7 +92,7 @@ def test_the_state_check_sees_inserts_and_updates(access_world: AccessWorld):
     before = database_state()
     assert (
         owner.post(
-            API + "preferences", {"category": "tone", "preference": "formal", "description": "x"}, format="json"
+            API + "preferences", {"category": "tone", "description": "Write formally"}, format="json"
         ).status_code
         == 201
     )

@@ -39,7 +39,7 @@ def user():
 
 
 def test_modal_lists_a_pattern_and_stops_applying_it(logged_in_page, user):
-    preferences.preference_add_manual(user=user, category="tone", preference="formal", description="Write formally")
+    preferences.preference_add_manual(user=user, category="tone", description="Write formally")
     pattern = shorten_three_times(user)
     assert pattern.status == "candidate"
     page = logged_in_page(user, "/chat/")

@@ -6,26 +6,23 @@ import pytest
 
 from learning.models import ChatMessage, LearnedWorkflow, LearningUsage, Preference
 from learning.services import preferences
+from tests.factories import PreferenceFactory
 
 MOUNTS = ["/api/v1", "/api/pdb/v1/reggie"]
 
 
 def analysis_enqueues(callbacks):
     """The on-commit callbacks that queue an analysis (the key usage stamp is another one)."""
-    return [c for c in callbacks if "message_observe" in c.__qualname__]
+    return [c for c in callbacks if c.__qualname__.startswith("_observe.")]
 
 
 @pytest.fixture
 def owner_prefs(world):
     concise, _ = preferences.preference_add_manual(
-        user=world.owner, category="length", preference="concise", description="Keep responses short"
+        user=world.owner, category="length", description="Keep responses short"
     )
-    bullets, _ = preferences.preference_add_manual(
-        user=world.owner, category="format", preference="bullet_points", description="Use bullet points"
-    )
-    other, _ = preferences.preference_add_manual(
-        user=world.other, category="tone", preference="formal", description="Be formal"
-    )
+    bullets, _ = preferences.preference_add_manual(user=world.owner, category="format", description="Use bullet points")
+    other, _ = preferences.preference_add_manual(user=world.other, category="tone", description="Be formal")
     return {"concise": concise, "bullets": bullets, "other": other}
 
 
@@ -145,7 +142,7 @@ def test_learning_switched_off(world, owner_prefs, settings, django_capture_on_c
 @pytest.mark.parametrize("mount", MOUNTS)
 def test_list_shows_only_your_own(world, owner_prefs, owner_workflow, mount):
     prefs = world.client("owner").get(f"{mount}/preferences").json()["preferences"]
-    assert {p["preference"] for p in prefs} == {"concise", "bullet_points"}
+    assert {p["description"] for p in prefs} == {"Keep responses short", "Use bullet points"}
     workflows = world.client("owner").get(f"{mount}/workflows").json()["workflows"]
     assert [w["workflow_name"] for w in workflows] == ["Weekly sales summary"]
     assert world.client("member").get(f"{mount}/preferences").json()["preferences"] == []
@@ -195,21 +192,26 @@ def test_toggle_and_delete_workflow(world, owner_workflow, mount):
 @pytest.mark.parametrize("mount", MOUNTS)
 def test_add_preference(world, mount):
     client = world.client("owner")
-    body = {"category": "tone", "preference": "Formal tone", "description": "Write formally"}
+    body = {"category": "output", "description": "Answer in Spanish."}
     response = client.post(f"{mount}/preferences", body, format="json")
     assert response.status_code == 201
-    assert response.json() == {**response.json(), "preference": "formal_tone", "source": "manual", "active": True}
-    assert client.post(f"{mount}/preferences", body, format="json").status_code == 200  # same one again
+    created = response.json()
+    assert created == {**created, "description": "Answer in Spanish.", "source": "manual", "active": True}
+    assert created["preference"].startswith("answer-in-spanish-")  # a derived, stable key
+    again = client.post(f"{mount}/preferences", {"description": "Answer in Spanish"}, format="json")
+    assert again.status_code == 200  # the same one again: reinforced, not duplicated
+    assert (again.json()["id"], again.json()["times_reinforced"]) == (created["id"], 2)
 
 
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"category": "mood", "preference": "x", "description": "y"}, "category"),
-        ({"category": "tone", "description": "y"}, "preference"),
-        ({"category": "tone", "preference": "!!!", "description": "y"}, "preference"),
-        ({"category": "tone", "preference": "x", "description": "y" * 501}, "description"),
-        ({"category": "tone", "preference": "x", "extra": 1}, "extra"),
+        ({"category": "mood", "description": "y"}, "category"),
+        ({"category": "tone"}, "description"),
+        ({"category": "tone", "description": "   "}, "description"),
+        ({"category": "tone", "description": "y" * 501}, "description"),
+        ({"category": "tone", "description": "y", "preference": "formal"}, "preference"),  # the key is derived
+        ({"category": "tone", "description": "y", "extra": 1}, "extra"),
     ],
 )
 def test_add_preference_bad_input(world, body, field):
@@ -317,20 +319,19 @@ def test_check_in_lists_decayed_preferences(world, owner_prefs):
     Preference.objects.filter(pk=owner_prefs["concise"].pk).update(active=False, inactive_reason="decayed")
     Preference.objects.filter(pk=owner_prefs["bullets"].pk).update(active=False, inactive_reason="user")
     listed = world.client("owner").get("/api/v1/preferences/check-in").json()["preferences"]
-    assert [p["preference"] for p in listed] == ["concise"]
+    assert [p["id"] for p in listed] == [owner_prefs["concise"].pk]
     assert world.client("other").get("/api/v1/preferences/check-in").json()["preferences"] == []
 
 
 def test_context_is_bounded_and_ordered(world, settings):
     settings.CONTEXT_MAX_CHARS = 200
-    for i in range(30):
-        preferences.preference_add_manual(
-            user=world.owner, category="output", preference=f"rule-{i}", description=f"Rule number {i} " + "x" * 20
-        )
-    Preference.objects.filter(user=world.owner, preference="rule_7").update(confidence=0.99)
+    # Rows written directly: thirty distinct rules (the service would merge look-alike test wordings).
+    PreferenceFactory.create_batch(30, user=world.owner, category="output", confidence=0.5)
+    top = Preference.objects.filter(user=world.owner)[7]
+    Preference.objects.filter(pk=top.pk).update(confidence=0.99)
     context = world.client("owner").get("/api/v1/context").json()
     assert len(context["text"]) <= 200
-    assert context["preferences"][0]["preference"] == "rule_7"
+    assert context["preferences"][0]["id"] == top.pk
     assert all(p["confidence"] <= context["preferences"][0]["confidence"] for p in context["preferences"])
 
 

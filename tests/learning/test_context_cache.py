@@ -13,10 +13,8 @@ def test_context_reads_the_cache_until_a_write_invalidates_it(
 ):
     user = UserFactory()
     with django_capture_on_commit_callbacks(execute=True):
-        row, _ = preferences.preference_add_manual(
-            user=user, category="length", preference="concise", description="Short"
-        )
-    assert context_build(user=user).preferences[0]["preference"] == "concise"
+        row, _ = preferences.preference_add_manual(user=user, category="length", description="Short")
+    assert context_build(user=user).preferences[0]["preference"] == row.preference
     with django_assert_num_queries(0):
         context_build(user=user, message="anything")
     with django_capture_on_commit_callbacks(execute=True):
@@ -27,9 +25,7 @@ def test_context_reads_the_cache_until_a_write_invalidates_it(
 def test_decay_invalidates_every_users_cached_context(db, django_capture_on_commit_callbacks, settings):
     user = UserFactory()
     with django_capture_on_commit_callbacks(execute=True):
-        row, _ = preferences.preference_add_manual(
-            user=user, category="length", preference="concise", description="Short"
-        )
+        row, _ = preferences.preference_add_manual(user=user, category="length", description="Short")
     Preference.objects.filter(pk=row.pk).update(source="learned", confidence=0.2)
     context_build(user=user)  # cached: still lists it
     preferences.preferences_decay()

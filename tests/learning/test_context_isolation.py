@@ -94,12 +94,12 @@ class Scene:
 
 def plant(user, strings: dict[str, str]) -> None:
     """One user's private learning, each item carrying its marker."""
-    preferences.preference_add_manual(
+    row, _ = preferences.preference_add_manual(
         user=user,
         category="format",
-        preference=strings["slug"].replace("_", " "),
         description=f"Answer in short bullet lists ({strings['preference']})",
     )
+    Preference.objects.filter(pk=row.pk).update(preference=strings["slug"])  # a marker in the key too
     memories.memory_remember(
         owner=user,
         finding=MemoryFinding(kind="fact", content=f"My locker code word is {strings['memory']}.", confidence=0.9),
@@ -156,7 +156,7 @@ def scene(world) -> Scene:
         plant(getattr(world, name), strings)
         private[name] = list(strings.values())
     # The owner's own words that read like orders to the assistant, as a preference and as a memory.
-    preferences.preference_add_manual(user=world.owner, category="behavior", preference="budget", description=STEERING)
+    preferences.preference_add_manual(user=world.owner, category="behavior", description=STEERING)
     memories.memory_remember(
         owner=world.owner, source_message=None, finding=MemoryFinding(kind="fact", content=STEERING, confidence=0.9)
     )

@@ -135,7 +135,7 @@ def test_decay_lowers_and_then_deactivates_stale_preferences(user, observe, sett
     observe(user, "Be concise.")
     old = timezone.now() - timedelta(days=learning_settings.PREFERENCE_DECAY_AFTER_DAYS + 1)
     Preference.objects.filter(user=user).update(last_reinforced_at=old, confidence=0.32)
-    manual, _ = preferences.preference_add_manual(user=user, category="tone", preference="formal", description="Formal")
+    manual, _ = preferences.preference_add_manual(user=user, category="tone", description="Formal")
     Preference.objects.filter(pk=manual.pk).update(last_reinforced_at=old)
     decayed, deactivated = preferences.preferences_decay()
     assert (decayed, deactivated) == (1, 1)

@@ -50,9 +50,7 @@ def learn_preference(user, description, confidence) -> Preference:
 @pytest.fixture
 def items(world):
     """The owner's confident private memory and preference, each with its own text."""
-    preference, _ = preferences.preference_add_manual(
-        user=world.owner, category="format", preference="release table", description=PREFERENCE_TEXT
-    )
+    preference, _ = preferences.preference_add_manual(user=world.owner, category="format", description=PREFERENCE_TEXT)
     return {"memory": remember(world.owner, MEMORY_TEXT), "preference": preference}
 
 
@@ -223,9 +221,7 @@ def test_steering_text_is_refused(world, subject_type, body):
     if subject_type == "memory":
         item = remember(world.owner, STEERING)
     else:
-        item, _ = preferences.preference_add_manual(
-            user=world.owner, category="behavior", preference="budget", description=STEERING
-        )
+        item, _ = preferences.preference_add_manual(user=world.owner, category="behavior", description=STEERING)
     assert item.needs_review
     response = share(world.client("owner"), subject_type, item, **body)
     assert response.status_code == 400, response.content

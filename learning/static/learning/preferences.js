@@ -1,6 +1,7 @@
 // The preferences panel: lists what was learned, collects changes, applies them on "Save Changes".
-// Talks to the management API (/api/v1/preferences, /api/v1/workflows, /api/v1/taste-patterns) with the
-// session cookie. Learned text is only ever set as textContent.
+// Talks to the management API (/api/v1/preferences, /api/v1/workflows, /api/v1/memories, /api/v1/taste-patterns)
+// with the session cookie. Learned text is only ever set as textContent. Editing or deleting a memory and
+// stopping a taste pattern take effect at once; the other changes wait for "Save Changes".
 (function () {
   "use strict";
 
@@ -36,11 +37,13 @@
       preferences: root.querySelector('[data-role="preferences"]'),
       workflows: root.querySelector('[data-role="workflows"]'),
       taste: root.querySelector('[data-role="taste-patterns"]'),
+      memories: root.querySelector('[data-role="memories"]'),
     };
     const status = root.querySelector('[data-role="status"]');
     const errorBox = root.querySelector('[data-role="error"]');
     const form = root.querySelector('[data-role="add-form"]');
-    let state = { preferences: [], workflows: [], taste: [], toggles: {}, removals: {}, additions: [] };
+    let state = { preferences: [], workflows: [], taste: [], memories: [], toggles: {}, removals: {}, additions: [] };
+    let editing = {};  // the memory being edited: {id, draft}
 
     function showError(message) {
       errorBox.textContent = message || "";
@@ -111,6 +114,65 @@
       return li;
     }
 
+    // A memory: the owner's private ones can be edited in place or deleted (both immediate); shared
+    // copies change only through the promotion that shared them.
+    function memoryRow(memory) {
+      const li = el("li", { "data-id": String(memory.id), "data-kind": "memory" });
+      const text = el("span", { className: "grow" }, [
+        el("span", { text: memory.content }), el("br"),
+        el("span", { className: "muted", text: memory.kind + (memory.visibility === "private" ? "" : " · shared with your " + memory.visibility) }),
+      ]);
+      li.appendChild(text);
+      if (memory.visibility !== "private") return li;
+      if (editing.id === memory.id) {
+        // The editor is part of the state, so a list refresh (the modal reloads on opening) keeps it.
+        const input = el("input", { type: "text", value: editing.draft, "aria-label": "Memory text", maxLength: 4000 });
+        input.addEventListener("input", () => { editing.draft = input.value; });
+        const save = el("button", { type: "submit", text: "Save memory" });
+        const cancel = el("button", { type: "button", className: "link", text: "Cancel" });
+        const editor = el("form", {}, [input, save, cancel]);
+        cancel.addEventListener("click", () => { editing = {}; render(); });
+        editor.addEventListener("submit", async (event) => {
+          event.preventDefault();
+          showError("");
+          try {
+            const saved = await api(base, "memories/" + encodeURIComponent(memory.id),
+                                    { method: "PATCH", body: JSON.stringify({ content: editing.draft }) });
+            editing = {};
+            state.memories = state.memories.map((m) => (m.id === saved.id ? saved : m));
+            render();
+            status.textContent = "Memory updated";
+          } catch (error) {
+            showError(error.message);
+          }
+        });
+        li.replaceChildren(editor);
+        return li;
+      }
+      const edit = el("button", { type: "button", className: "link", text: "Edit", "aria-label": "Edit " + memory.content });
+      const remove = el("button", { type: "button", className: "link", text: "Delete", "aria-label": "Delete " + memory.content });
+      edit.addEventListener("click", () => {
+        editing = { id: memory.id, draft: memory.content };
+        render();
+        const input = li.parentNode && lists.memories.querySelector('input[aria-label="Memory text"]');
+        if (input) input.focus();
+      });
+      remove.addEventListener("click", async () => {
+        showError("");
+        try {
+          await api(base, "memories/" + encodeURIComponent(memory.id), { method: "DELETE" });
+          state.memories = state.memories.filter((m) => m.id !== memory.id);
+          render();
+          status.textContent = "Memory deleted";
+        } catch (error) {
+          showError(error.message);
+        }
+      });
+      li.appendChild(edit);
+      li.appendChild(remove);
+      return li;
+    }
+
     function render() {
       lists.preferences.replaceChildren();
       const prefs = state.preferences.concat(state.additions.map((a, i) => Object.assign({ id: "new" + i, active: true, pending: true }, a)));
@@ -119,11 +181,13 @@
         if (p.pending) {
           lists.preferences.appendChild(el("li", { "data-kind": "new" }, [
             el("span", { className: "tag", text: "new" }),
-            el("span", { className: "grow", text: p.description + " (" + p.category + ")" }),
+            el("span", { className: "grow", text: p.description + (p.category ? " (" + p.category + ")" : "") }),
           ]));
           return;
         }
         const detail = p.category + " · confidence " + Math.round(p.confidence * 100) + "%" +
+          (p.candidate ? " · tentative, not applied yet" : "") +
+          (p.inactive_reason === "contradicted" ? " · replaced by a newer preference" : "") +
           (p.times_reinforced > 1 ? " · seen " + p.times_reinforced + "x" : "") +
           (p.inactive_reason === "decayed" ? " · still accurate?" : "");
         lists.preferences.appendChild(row("preference", p, p.description, detail));
@@ -133,6 +197,11 @@
       state.workflows.forEach((w) => {
         lists.workflows.appendChild(row("workflow", w, w.workflow_name, "used " + w.times_detected + "x · " + w.trigger_pattern));
       });
+      if (lists.memories) {
+        lists.memories.replaceChildren();
+        if (!state.memories.length) lists.memories.appendChild(el("li", { className: "muted", text: "Nothing remembered yet." }));
+        state.memories.forEach((m) => lists.memories.appendChild(memoryRow(m)));
+      }
       if (lists.taste) {
         lists.taste.replaceChildren();
         if (!state.taste.length) lists.taste.appendChild(el("li", { className: "muted", text: "Nothing learned from your edits yet." }));
@@ -144,8 +213,8 @@
 
     function load() {
       const taste = lists.taste ? api(base, "taste-patterns") : Promise.resolve({ taste_patterns: [] });
-      return Promise.all([api(base, "preferences"), api(base, "workflows"), taste]).then(([p, w, t]) => {
-        state = { preferences: p.preferences, workflows: w.workflows, taste: t.taste_patterns,
+      return Promise.all([api(base, "preferences"), api(base, "workflows"), taste, api(base, "memories")]).then(([p, w, t, m]) => {
+        state = { preferences: p.preferences, workflows: w.workflows, taste: t.taste_patterns, memories: m.memories,
                   toggles: {}, removals: {}, additions: [] };
         render();
       }).catch((error) => showError(error.message));
@@ -154,8 +223,9 @@
     root.querySelector('[data-role="show-add"]').addEventListener("click", () => { form.hidden = !form.hidden; });
     root.querySelector('[data-role="add"]').addEventListener("click", () => {
       const data = Object.fromEntries(new FormData(form).entries());
-      if (!data.preference.trim()) { showError("Give the preference a short name."); return; }
-      data.description = data.description.trim() || data.preference.trim();
+      data.description = data.description.trim();
+      if (!data.description) { showError("Write the preference in your own words."); return; }
+      if (!data.category) delete data.category;  // the server reads the category from the text
       state.additions.push(data);
       form.reset();
       form.hidden = true;
