@@ -85,7 +85,7 @@ def phrase_features(text: str) -> np.ndarray:
 class SteeringModel:
     """Logistic regression over n-grams and the phrase features (see the module docstring)."""
 
-    def __init__(self, rows: list[dict[str, Any]], embedder: Any = None) -> None:
+    def __init__(self, rows: list[dict[str, Any]], embedder: Any = None, vectors: np.ndarray | None = None) -> None:
         # scikit-learn is loaded only when a text is first checked, never with the web app.
         from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: PLC0415  heavy: scikit-learn
         from sklearn.linear_model import LogisticRegression  # noqa: PLC0415  heavy: scikit-learn
@@ -95,7 +95,7 @@ class SteeringModel:
         self.words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
         self.chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, min_df=2).fit(texts)
         self.model = LogisticRegression(C=10.0, class_weight="balanced", max_iter=4000, random_state=0)
-        self.model.fit(self._features(texts), [bool(row.get("steering")) for row in rows])
+        self.model.fit(self._features(texts, vectors), [bool(row.get("steering")) for row in rows])
 
     def _features(self, texts: list[str], vectors: np.ndarray | None = None):
         from scipy import sparse  # noqa: PLC0415  heavy: comes with scikit-learn
@@ -128,6 +128,20 @@ def steering_model() -> SteeringModel:
 
             _model = SteeringModel(rows, embedder=get_embedder())
         return _model
+
+
+def steering_model_adopt(model: SteeringModel) -> SteeringModel:
+    """Share a model fitted elsewhere (the local analyzer fits it with the embeddings it already has)
+    unless one is already in use; returns the model in use."""
+    global _model
+    with _model_lock:
+        if _model is None:
+            _model = model
+        return _model
+
+
+def steering_model_fitted() -> SteeringModel | None:
+    return _model
 
 
 def steering_reasons(text: str) -> list[str]:

@@ -28,9 +28,12 @@ from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, Prefe
 from learning.analyzer.features import turn_from_context
 from learning.analyzer.model import NO_AXIS, Models, embed_turns, fit_models, load_rows
 from learning.analyzer.workflows import WORKFLOW_MIN_MATCHES, workflow_analysis
-from learning.safety import STEERING_THRESHOLD, steering_model
+from learning.safety import STEERING_THRESHOLD, steering_model_adopt, steering_model_fitted, steering_reasons
 
 ABSTAIN_BELOW = 0.40  # the most likely type under this probability: learn nothing
+# Storing the wrong thing is worse than missing it: a preference or memory needs more certainty
+# (chosen on the grouped cross-validation of the training part, trading recall for mislearns).
+LEARN_MIN = 0.50
 AXIS_MIN = 0.60  # an axis is named only when this sure; else the preference is open-ended
 __all__ = ["WORKFLOW_MIN_MATCHES", "LocalAnalyzer", "get_local_analyzer"]
 
@@ -40,7 +43,10 @@ class LocalAnalyzer:
 
     def __init__(self, models: Models | None = None, embedder: Any = None) -> None:
         self.embedder = embedder or get_embedder()
-        self.models = models or fit_models(self.embedder, load_rows(), steering=steering_model())
+        if models is None:
+            models = fit_models(self.embedder, load_rows(), steering=steering_model_fitted())
+            steering_model_adopt(models.steering)  # one steering model per process, wherever it is asked
+        self.models = models
 
     def analyze(self, data: AnalyzerInput) -> Analysis:
         return self.analyze_many([data])[0]
@@ -83,7 +89,7 @@ class LocalAnalyzer:
         text = item.current_message.strip()
         label = max(probs, key=probs.__getitem__)
         confidence = probs[label]
-        if steering >= STEERING_THRESHOLD:
+        if steering >= STEERING_THRESHOLD or steering_reasons(text):
             return Analysis(
                 detected="none",
                 confidence=round(steering, 3),
@@ -91,7 +97,7 @@ class LocalAnalyzer:
                 analyzer=self.name,
                 steering=True,
             )
-        if label != "none" and confidence < ABSTAIN_BELOW:
+        if label != "none" and confidence < (LEARN_MIN if label in ("preference", "memory") else ABSTAIN_BELOW):
             label = "none"  # unsure: learning nothing beats learning the wrong thing
         if label == "preference":
             axis_name, axis_p = axis

@@ -136,4 +136,5 @@ def fit_models(embedder, rows: list[dict[str, Any]], steering: SteeringModel | N
     ``steering``: an already fitted steering model to share (production: learning.safety's)."""
     embedded = embed_turns(embedder, [turn_of(r) for r in rows])
     axis_vectors = embedder.embed([text for texts in AXIS_EXEMPLARS.values() for text in texts])
-    return Models(rows, embedded, axis_vectors, steering or SteeringModel(rows, embedder=embedder))
+    steering = steering or SteeringModel(rows, embedder=embedder, vectors=embedded.text)
+    return Models(rows, embedded, axis_vectors, steering)
