@@ -29,7 +29,8 @@ _STOP = frozenset(
     "i i'm i've i'd me my you your we our they them their he she his her not no do does did so as just very really "
     "too also can could would should will have has had any all some more most than then there here what which who "
     "when where how about into over only own same such up down out off again once because while during before after "
-    "prefer preference like love enjoy always usually generally typically tend try want need much many lot lots get".split()
+    "prefer preference like love enjoy always usually generally typically tend try want need much many lot lots "
+    "get".split()
 )
 
 
@@ -130,12 +131,12 @@ def score_analyses(rows: list[dict[str, Any]], analyses: list[Analysis]) -> Scor
             f1s.append(f1)
     scores.macro_f1 = sum(f1s) / len(f1s) if f1s else 0.0
 
-    recognised = [(r, a) for r, a in zip(rows, analyses, strict=True) if r["type"] == "preference" and a.preference]
+    recognised = [
+        (r, a.preference) for r, a in zip(rows, analyses, strict=True) if r["type"] == "preference" and a.preference
+    ]
     if recognised:
-        scores.category_accuracy = sum(a.preference.category == r["category"] for r, a in recognised) / len(recognised)
-        scores.axis_accuracy = sum((a.preference.axis or None) == r.get("axis") for r, a in recognised) / len(
-            recognised
-        )
+        scores.category_accuracy = sum(p.category == r["category"] for r, p in recognised) / len(recognised)
+        scores.axis_accuracy = sum((p.axis or None) == r.get("axis") for r, p in recognised) / len(recognised)
     for row, analysis in zip(rows, analyses, strict=True):
         text = stored_text(analysis)
         if text is None:

@@ -55,7 +55,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     ),
     "authority": re.compile(
         r"\b(?:i'?m|i am) (?:the|your|an?) (?:new |only )?(?:ceo|admin\w*|owner|operator|supervisor|developer)\b|"
-        r"\bas (?:the|your) (?:new )?(?:admin\w*|ceo|owner|operator)\b|\bauthori[sz]ed me\b|\b(?:set|make|give) (?:me|my role)\b[^.\n]{0,30}\b(?:admin|superuser|root|owner)\b",
+        r"\bas (?:the|your) (?:new )?(?:admin\w*|ceo|owner|operator)\b|\bauthori[sz]ed me\b|"
+        r"\b(?:set|make|give) (?:me|my role)\b[^.\n]{0,30}\b(?:admin|superuser|root|owner)\b",
         re.IGNORECASE,
     ),
     "memory": re.compile(

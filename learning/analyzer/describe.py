@@ -95,8 +95,14 @@ def memory_content(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()[:1000]
 
 
-_COMMITMENT = re.compile(r"\b(i will|i'll|i promised|i have to|i must|i need to|deadline|due (on|by)|by (mon|tues|wednes|thurs|fri|satur|sun)day)\b", re.IGNORECASE)
-_LIKING = re.compile(r"\b(prefer|like|love|hate|dislike|enjoy|can't stand|favou?rite|into|fan of|rather)\b", re.IGNORECASE)
+_COMMITMENT = re.compile(
+    r"\b(i will|i'll|i promised|i have to|i must|i need to|deadline|due (on|by)|"
+    r"by (mon|tues|wednes|thurs|fri|satur|sun)day)\b",
+    re.IGNORECASE,
+)
+_LIKING = re.compile(
+    r"\b(prefer|like|love|hate|dislike|enjoy|can't stand|favou?rite|into|fan of|rather)\b", re.IGNORECASE
+)
 _LESSON = re.compile(r"\b(learned|learnt|lesson|turns out|never again|realised|realized)\b", re.IGNORECASE)
 _OTHERS = re.compile(r"^(my|our|the) \w+", re.IGNORECASE)
 

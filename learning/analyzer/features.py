@@ -24,7 +24,9 @@ _ONE_OFF = re.compile(
     r"\b(this (one|time|email|reply|answer|slide|draft|report|list|doc\w*|message|paragraph|table|section)|"
     r"just (for )?this|for now|today|tomorrow|tonight|this week|for the \w+ meeting|here)\b"
 )
-_ASSISTANT_OUTPUT = re.compile(r"\b(your|ur|you) (answers?|repl(y|ies)|responses?|messages?|writing|explanations?|tone)\b")
+_ASSISTANT_OUTPUT = re.compile(
+    r"\b(your|ur|you) (answers?|repl(y|ies)|responses?|messages?|writing|explanations?|tone)\b"
+)
 _DEICTIC = re.compile(r"\b(this|these|that one|the following|below|above|attached|here is|here's)\b|:\s*$|:\s|\"|\n")
 _CONTRADICT_OPEN = re.compile(
     r"^(no\b|nope\b|nah\b|actually\b|wrong\b|not quite\b|not what\b|incorrect\b|correction\b|that's not\b|"
@@ -45,8 +47,12 @@ _TASK_OPEN = re.compile(
 )
 _FIRST_PERSON = re.compile(r"^(i|i'm|im|i've|i'd|my|we|we're|our|i am)\b")
 _PREFER_WORDS = re.compile(r"\b(prefer|like|love|hate|dislike|avoid|enjoy|can't stand|favou?rite)\b")
-_IMPERATIVE_TO_ASSISTANT = re.compile(r"\b(use|give|write|answer|reply|respond|call|address|keep|don't|do not|skip|add)\b")
-_THIRD_PARTY = re.compile(r"^(my|our) (\w+ )?(boss|manager|wife|husband|partner|kids?|son|daughter|team|client|cfo|ceo)\b")
+_IMPERATIVE_TO_ASSISTANT = re.compile(
+    r"\b(use|give|write|answer|reply|respond|call|address|keep|don't|do not|skip|add)\b"
+)
+_THIRD_PARTY = re.compile(
+    r"^(my|our) (\w+ )?(boss|manager|wife|husband|partner|kids?|son|daughter|team|client|cfo|ceo)\b"
+)
 
 
 def cues(text: str) -> np.ndarray:

@@ -61,14 +61,21 @@ def embed_turns(embedder, turns: list[Turn], text_vectors: np.ndarray | None = N
     """One forward pass for every distinct text the batch needs (empty context costs nothing)."""
     if text_vectors is None:
         text_vectors = embedder.embed([t.text for t in turns])
-    extra = sorted({t.previous_assistant for t in turns if t.previous_assistant} | {u for t in turns for u in t.earlier_user})
+    extra = sorted(
+        {t.previous_assistant for t in turns if t.previous_assistant} | {u for t in turns for u in t.earlier_user}
+    )
     lookup = dict(zip(extra, embedder.embed(extra), strict=True)) if extra else {}
     dims = text_vectors.shape[1] if len(text_vectors) else 384
-    previous = np.vstack(
-        [lookup[t.previous_assistant] if t.previous_assistant else np.zeros(dims, np.float32) for t in turns]
-    ) if turns else np.zeros((0, dims), np.float32)
+    previous = (
+        np.vstack([lookup[t.previous_assistant] if t.previous_assistant else np.zeros(dims, np.float32) for t in turns])
+        if turns
+        else np.zeros((0, dims), np.float32)
+    )
     earlier = np.array(
-        [max((float(v @ lookup[u]) for u in t.earlier_user), default=0.0) for t, v in zip(turns, text_vectors, strict=True)],
+        [
+            max((float(v @ lookup[u]) for u in t.earlier_user), default=0.0)
+            for t, v in zip(turns, text_vectors, strict=True)
+        ],
         dtype=np.float32,
     )
     return Embedded(text=text_vectors, previous=previous, earlier_max=earlier)
@@ -100,9 +107,7 @@ class Models:
         # Axes: the labelled preferences (on an axis or not) plus the canonical axes' own exemplars.
         axis_texts = [text for texts_ in AXIS_EXEMPLARS.values() for text in texts_]
         axis_labels = [axis for axis, texts_ in AXIS_EXEMPLARS.items() for _ in texts_]
-        axis_features = sparse.vstack(
-            [pref_features, self.preference_features(axis_texts, axis_vectors)]
-        ).tocsr()
+        axis_features = sparse.vstack([pref_features, self.preference_features(axis_texts, axis_vectors)]).tocsr()
         labels = [rows[i].get("axis") or NO_AXIS for i in prefs] + axis_labels
         self.axis_model = LogisticRegression(C=8.0, class_weight="balanced", max_iter=4000, random_state=SEED)
         self.axis_model.fit(axis_features, labels)
@@ -117,7 +122,9 @@ class Models:
                 np.vstack(
                     [
                         context_cues(t, v, p, float(e))
-                        for t, v, p, e in zip(turns, embedded.text, embedded.previous, embedded.earlier_max, strict=True)
+                        for t, v, p, e in zip(
+                            turns, embedded.text, embedded.previous, embedded.earlier_max, strict=True
+                        )
                     ]
                 )
                 * CUE_WEIGHT,

@@ -24,6 +24,7 @@ from learning.evaluation import (
 )
 
 # The shared data folder sits beside the checkout (or beside the folder of worktrees).
+OLD_TEAM_SET = Path(settings.BASE_DIR) / "tests" / "data" / "analyzer_labelled.jsonl"
 DEFAULT_PREFEVAL = next(
     (p / "shared" / "data" / "prefeval" for p in Path(settings.BASE_DIR).parents if (p / "shared" / "data").is_dir()),
     Path(settings.BASE_DIR).parent / "shared" / "data" / "prefeval",
@@ -56,7 +57,9 @@ class Command(BaseCommand):
         wanted = options["analyzer"]
         if wanted in ("local", "all"):
             embedder = CachedEmbedder(get_embedder())
-            self.stdout.write(f"== local analyzer ({options['labelled'].name}: {len(team)} to fit, {len(held)} held out)")
+            self.stdout.write(
+                f"== local analyzer ({options['labelled'].name}: {len(team)} to fit, {len(held)} held out)"
+            )
             self.report("grouped 5-fold CV on the 80 %", score_analyses(team, local_grouped_cv(embedder, team)), show)
             fitted = local_fitted_on(embedder, team)
             self.report("held-out 20 % (fitted on the 80 %)", score_analyses(held, analyze_rows(fitted, held)), show)
@@ -65,6 +68,14 @@ class Command(BaseCommand):
             production = LocalAnalyzer(embedder=get_embedder())  # fitted on the whole file, as deployed
             speed = throughput(production, rows)
             self.stdout.write(f"  throughput: {speed:.0f} messages/s (one core, batched, context embedded too)")
+            if OLD_TEAM_SET.is_file():  # the old team's set: never fitted on, no keys (type and category only)
+                old = load_labelled(OLD_TEAM_SET)
+                scores = score_analyses(old, analyze_rows(production, old))
+                per_type = ", ".join(f"{t} {scores.per_type[t]['f1']:.2f}" for t in EVAL_TYPES)
+                self.stdout.write(
+                    f"  -- old team set {OLD_TEAM_SET.name} ({len(old)}, never fitted on): type macro-F1 "
+                    f"{scores.macro_f1:.3f} ({per_type}); category accuracy {scores.category_accuracy:.3f}"
+                )
             self.prefeval(production, options["prefeval"], show)
         if wanted in ("openai", "all"):
             if not settings.OPENAI_BASE_URL:
@@ -84,16 +95,17 @@ class Command(BaseCommand):
         self.stdout.write(f"     {'type':<12}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}")
         for label in EVAL_TYPES:
             row = scores.per_type[label]
-            self.stdout.write(
-                f"     {label:<12}{row['precision']:>10.3f}{row['recall']:>10.3f}{row['f1']:>10.3f}{row['support']:>10.0f}"
-            )
+            numbers = f"{row['precision']:>10.3f}{row['recall']:>10.3f}{row['f1']:>10.3f}{row['support']:>10.0f}"
+            self.stdout.write(f"     {label:<12}{numbers}")
         self.stdout.write(f"     type macro-F1        {scores.macro_f1:.3f}")
         self.stdout.write(f"     category accuracy    {scores.category_accuracy:.3f} (recognised preferences)")
         self.stdout.write(f"     axis accuracy        {scores.axis_accuracy:.3f} (recognised preferences; none = none)")
         self.stdout.write(
             f"     faithfulness         {scores.faithfulness:.3f} ({scores.faithful}/{scores.learned} learned items)"
         )
-        self.stdout.write(f"     mislearn rate        {scores.mislearn_rate:.3f} ({scores.mislearned}/{scores.learned})")
+        self.stdout.write(
+            f"     mislearn rate        {scores.mislearn_rate:.3f} ({scores.mislearned}/{scores.learned})"
+        )
         caught, total = scores.steering_caught
         self.stdout.write(f"     steering flagged     {caught}/{total}")
         if show:
