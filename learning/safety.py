@@ -145,10 +145,15 @@ def steering_model_fitted() -> SteeringModel | None:
     return _model
 
 
+def steering_phrases(text: str) -> list[str]:
+    """The phrase families that occur in the text (the model's strongest features)."""
+    return [name for name, pattern in PATTERNS.items() if pattern.search(text or "")]
+
+
 def steering_reasons(text: str) -> list[str]:
     """Why this text reads like an attempt to steer the assistant (empty: it does not): the
     phrase families that match, else ``["model"]`` when only the model recognises it."""
-    reasons = [name for name, pattern in PATTERNS.items() if pattern.search(text or "")]
+    reasons = steering_phrases(text)
     if reasons or not (text or "").strip():
         return reasons
     return ["model"] if steering_model().probabilities([text])[0] >= STEERING_THRESHOLD else []

@@ -90,6 +90,9 @@ def steering_cues(text: str) -> np.ndarray:
     )
 
 
+PREVIOUS_CHARS = 400
+
+
 @dataclass(frozen=True)
 class Turn:
     """What the analyzer reads about one user message: the text and what came just before it."""
@@ -104,9 +107,11 @@ def turn_from_context(text: str, recent_context: list[dict[str, str]]) -> Turn:
     previous = ""
     for message in reversed(recent_context):
         if message.get("role") == "assistant":
-            previous = message.get("content") or ""
+            # Its opening says what it did ("Here's the list, sorted alphabetically"); embedding a long
+            # answer in full would cost more than the message itself.
+            previous = (message.get("content") or "")[:PREVIOUS_CHARS]
             break
-    earlier = tuple(m.get("content") or "" for m in recent_context if m.get("role") == "user")
+    earlier = tuple((m.get("content") or "")[:PREVIOUS_CHARS] for m in recent_context if m.get("role") == "user")
     return Turn(text=text, previous_assistant=previous, earlier_user=earlier)
 
 
