@@ -19,13 +19,13 @@ _SENTENCE = re.compile(
 _ANYWHERE = re.compile(r"(?:,\s*)?\b(?:from now on|going forward|in future|in the future)\b(?:\s*,)?", re.IGNORECASE)
 SHORT_MESSAGE_WORDS = 30  # up to this, every sentence but small talk is kept
 _LEAD_IN = re.compile(
-    r"^(?:(?:hey|hi|so|ok|okay|also|and|honestly|btw|fyi|oh|um|look|right|one more thing|quick one|"
+    r"^(?:(?:hey|hi|so|ok|okay|also|and|honestly|actually|btw|fyi|oh|um|look|right|one more thing|quick one|"
     r"from now on|going forward|in future|in the future|in general|generally|by default|as a rule|always|"
     r"please|pls|plz|kindly)\b[,:;!.\s-]*)+",
     re.IGNORECASE,
 )
 _ASK_LEAD = re.compile(
-    r"^(?:(?:could|can|would|will) you(?: please)?(?: (?:always|just))?\s+|"
+    r"^(?:(?:could|can|would|will) (?:you|u|ya)(?: please| pls| plz)?(?: (?:always|just))?\s+|"
     r"i(?:'d| would)(?: really| much)? (?:like|prefer|love|rather)(?: it)?(?: if)?(?: you)?(?: to)?\s+|"
     r"i (?:want|need) you to\s+|i(?:'d| would) appreciate (?:it )?if you(?: could)?\s+|"
     r"i (?:prefer|like)(?: it)?(?: when you| if you)?\s+|"
@@ -54,6 +54,7 @@ def _tidy(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip(" ,;:-\u2014")
     text = re.sub(r"\s*,(\s*,)+", ",", text)
     text = re.sub(r"\s+([,.;:!?)])", r"\1", text)
+    text = re.sub(r"[,;:]+([.!?])", r"\1", text).rstrip(",;:")
     text = re.sub(r"\(\s+", "(", text)
     return text
 
