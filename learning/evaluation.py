@@ -1,16 +1,49 @@
-"""Scoring an analyzer on labelled messages and on PrefEval (used by ``manage.py analyzer_eval``)."""
+"""Scoring an analyzer on labelled messages and on PrefEval (used by ``manage.py analyzer_eval``).
+
+The local analyzer is fitted on the labelled file itself, so it is scored only on messages it was
+not fitted on: cross-validation with folds grouped by paraphrase ``family`` (a paraphrase never
+sits on both sides) on 80 % of the file, and a fixed, stratified 20 % held out from everything
+(never used to choose anything) scored by a model fitted on the other 80 %.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from learning.analyzer.base import Analysis, AnalyzerInput
 
 EVAL_TYPES = ("preference", "correction", "pain_point", "memory", "none")
+HELD_OUT_SEED = 10  # fixes the 20 % held out; never changed to improve a score
+CV_SEED = 0
+_WORD = re.compile(r"[a-z0-9][a-z0-9'+./:-]*[a-z0-9+]|[a-z0-9]")
+_STOP = frozenset(
+    "a an the and or but if of to in on for with at by from is are was were be been am it its this that these those "
+    "i i'm i've i'd me my you your we our they them their he she his her not no do does did so as just very really "
+    "too also can could would should will have has had any all some more most than then there here what which who "
+    "when where how about into over only own same such up down out off again once because while during before after "
+    "prefer preference like love enjoy always usually generally typically tend try want need much many lot lots "
+    "get".split()
+)
+
+
+def load_labelled(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def analyzer_input(row: dict[str, Any]) -> AnalyzerInput:
+    """A labelled row as the service would pass it: the message and the turns before it."""
+    recent = [{"role": m["role"], "content": m["content"]} for m in row.get("recent") or []]
+    if row.get("previous_assistant"):
+        recent.append({"role": "assistant", "content": row["previous_assistant"]})
+    return AnalyzerInput(current_message=row["text"], recent_context=recent[-4:])
 
 
 def predicted_type(analysis: Analysis) -> str:
@@ -20,30 +53,67 @@ def predicted_type(analysis: Analysis) -> str:
     return "none" if analysis.detected == "workflow" else analysis.detected
 
 
+def stored_text(analysis: Analysis) -> str | None:
+    """What would be stored as a preference or memory (None: nothing is)."""
+    if analysis.steering:
+        return None
+    if analysis.preference is not None and analysis.detected in ("preference", "correction"):
+        return analysis.preference.description
+    if analysis.memory is not None:
+        return analysis.memory.content
+    return None
+
+
+def stem(word: str) -> str:
+    word = word.lower().strip("'.")
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s", "ly"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def keeps_key(text: str, key: list[str]) -> bool:
+    """Every key word (or its stem) occurs in the stored text."""
+    lowered = text.lower()
+    stems = {stem(w) for w in _WORD.findall(lowered)}
+    for phrase in key:
+        words = _WORD.findall(phrase.lower())
+        if phrase.lower() in lowered:
+            continue
+        if not words or not all(stem(w) in stems or any(s.startswith(stem(w)) for s in stems) for w in words):
+            return False
+    return True
+
+
 @dataclass
 class Scores:
+    count: int = 0
     per_type: dict[str, dict[str, float]] = field(default_factory=dict)
     macro_f1: float = 0.0
     category_accuracy: float = 0.0
-    preference_accuracy: float = 0.0
-    count: int = 0
-    messages_per_second: float = 0.0
+    axis_accuracy: float = 0.0
+    learned: int = 0
+    faithful: int = 0
+    mislearned: int = 0
+    steering_caught: tuple[int, int] = (0, 0)
     confusion: dict[str, Counter] = field(default_factory=dict)
     mistakes: list[tuple[str, str, str]] = field(default_factory=list)
+    unfaithful: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def faithfulness(self) -> float:
+        return self.faithful / self.learned if self.learned else 0.0
+
+    @property
+    def mislearn_rate(self) -> float:
+        return self.mislearned / self.learned if self.learned else 0.0
 
 
-def load_labelled(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def score_labelled(analyzer, rows: list[dict]) -> Scores:
-    started = time.perf_counter()
-    analyses = analyzer.analyze_many([AnalyzerInput(current_message=row["text"]) for row in rows])
-    elapsed = time.perf_counter() - started
-    scores = Scores(count=len(rows), messages_per_second=len(rows) / elapsed if elapsed else 0.0)
+def score_analyses(rows: list[dict[str, Any]], analyses: list[Analysis]) -> Scores:
+    """Type F1, category/axis accuracy, faithfulness and mislearns of analyses of labelled rows."""
+    scores = Scores(count=len(rows), confusion={t: Counter() for t in EVAL_TYPES})
     gold = [row["type"] for row in rows]
     predicted = [predicted_type(a) for a in analyses]
-    scores.confusion = {t: Counter() for t in EVAL_TYPES}
     for g, p, row in zip(gold, predicted, rows, strict=True):
         scores.confusion[g][p] += 1
         if g != p:
@@ -61,26 +131,102 @@ def score_labelled(analyzer, rows: list[dict]) -> Scores:
             f1s.append(f1)
     scores.macro_f1 = sum(f1s) / len(f1s) if f1s else 0.0
 
-    # Category accuracy: of the labelled preferences the analyzer recognised as preferences,
-    # how many got the right category (and the right canonical preference).
     recognised = [
-        (row, a) for row, a in zip(rows, analyses, strict=True) if row["type"] == "preference" and a.preference
+        (r, a.preference) for r, a in zip(rows, analyses, strict=True) if r["type"] == "preference" and a.preference
     ]
     if recognised:
-        scores.category_accuracy = sum(a.preference.category == row["category"] for row, a in recognised) / len(
-            recognised
-        )
-        with_slug = [(row, a) for row, a in recognised if row.get("preference")]
-        if with_slug:
-            scores.preference_accuracy = sum(
-                a.preference.preference == row["preference"] for row, a in with_slug
-            ) / len(with_slug)
+        scores.category_accuracy = sum(p.category == r["category"] for r, p in recognised) / len(recognised)
+        scores.axis_accuracy = sum((p.axis or None) == r.get("axis") for r, p in recognised) / len(recognised)
+    for row, analysis in zip(rows, analyses, strict=True):
+        text = stored_text(analysis)
+        if text is None:
+            continue
+        scores.learned += 1
+        same_meaning = row["type"] in ("preference", "memory") and keeps_key(text, row.get("key") or [])
+        scores.faithful += same_meaning
+        scores.mislearned += not same_meaning
+        if not same_meaning:
+            scores.unfaithful.append((row["type"], f"{row['text']!r} -> {text!r}"))
+    steering = [a.steering for r, a in zip(rows, analyses, strict=True) if r.get("steering")]
+    scores.steering_caught = (sum(steering), len(steering))
     return scores
+
+
+def held_out_split(rows: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    """The fixed split: 80 % to fit and cross-validate on, 20 % held out (stratified, grouped by family)."""
+    from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
+
+    groups = [row.get("family") or row["id"] for row in rows]
+    labels = [row["type"] for row in rows]
+    split = StratifiedGroupKFold(n_splits=5, shuffle=True, random_state=HELD_OUT_SEED)
+    fit, held = next(split.split(rows, labels, groups))
+    return [int(i) for i in fit], [int(i) for i in held]
+
+
+class CachedEmbedder:
+    """Embeds each distinct text once across folds (evaluation only)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.dimensions = getattr(embedder, "dimensions", 384)
+        self.cache: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, self.embedder.embed(missing), strict=True))
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.vstack([self.cache[t] for t in texts])
+
+
+def local_grouped_cv(embedder: Any, rows: list[dict[str, Any]], folds: int = 5) -> list[Analysis]:
+    """Analyses of every row by a local analyzer fitted on the other folds (grouped by family)."""
+    from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
+
+    from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
+    from learning.analyzer.model import fit_models  # noqa: PLC0415  heavy: scikit-learn
+
+    groups = [row.get("family") or row["id"] for row in rows]
+    split = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=CV_SEED)
+    analyses: list[Analysis | None] = [None] * len(rows)
+    for fit, test in split.split(rows, [row["type"] for row in rows], groups):
+        analyzer = LocalAnalyzer(models=fit_models(embedder, [rows[i] for i in fit]), embedder=embedder)
+        for i, analysis in zip(test, analyzer.analyze_many([analyzer_input(rows[i]) for i in test]), strict=True):
+            analyses[i] = analysis
+    return [a for a in analyses if a is not None]
+
+
+def local_fitted_on(embedder: Any, rows: list[dict[str, Any]]):
+    """A local analyzer fitted on these rows only."""
+    from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
+    from learning.analyzer.model import fit_models  # noqa: PLC0415  heavy: scikit-learn
+
+    return LocalAnalyzer(models=fit_models(embedder, rows), embedder=embedder)
+
+
+def analyze_rows(analyzer: Any, rows: list[dict[str, Any]]) -> list[Analysis]:
+    return analyzer.analyze_many([analyzer_input(row) for row in rows])
+
+
+def throughput(analyzer: Any, rows: list[dict[str, Any]]) -> float:
+    """Messages per second, batched, with their conversation context (embedding included)."""
+    items = [analyzer_input(row) for row in rows]
+    started = time.perf_counter()
+    analyzer.analyze_many(items)
+    elapsed = time.perf_counter() - started
+    return len(items) / elapsed if elapsed else 0.0
+
+
+def salient_key(statement: str) -> list[str]:
+    """PrefEval's key: the statement's content words (no stop words, no habit/liking verbs)."""
+    return [w for w in dict.fromkeys(_WORD.findall(statement.lower())) if w not in _STOP and len(w) > 2]
 
 
 @dataclass
 class PrefEvalScores:
     statements: int = 0
+    statements_faithful: int = 0
     statements_learned: int = 0
     questions: int = 0
     questions_learned: int = 0
@@ -91,15 +237,15 @@ class PrefEvalScores:
 
     @property
     def recall(self) -> float:
-        return self.statements_learned / self.statements if self.statements else 0.0
+        return self.statements_faithful / self.statements if self.statements else 0.0
 
     @property
     def false_rate(self) -> float:
         return self.questions_learned / self.questions if self.questions else 0.0
 
 
-def score_prefeval(analyzer, directory: Path) -> PrefEvalScores:
-    """Each ``preference`` line should be learned (as a memory or preference), each ``question`` as nothing."""
+def score_prefeval(analyzer: Any, directory: Path) -> PrefEvalScores:
+    """Each ``preference`` should be learned faithfully (as a memory or preference), each ``question`` not at all."""
     scores = PrefEvalScores()
     started = time.perf_counter()
     for path in sorted(directory.glob("*.json")):
@@ -108,14 +254,18 @@ def score_prefeval(analyzer, directory: Path) -> PrefEvalScores:
         questions = [r["question"] for r in records]
         s_analyses = analyzer.analyze_many([AnalyzerInput(current_message=t) for t in statements])
         q_analyses = analyzer.analyze_many([AnalyzerInput(current_message=t) for t in questions])
-        s_learned = [a.learns_anything for a in s_analyses]
+        faithful = []
+        for statement, analysis in zip(statements, s_analyses, strict=True):
+            text = stored_text(analysis)
+            scores.statements_learned += text is not None
+            faithful.append(text is not None and keeps_key(text, salient_key(statement)))
         q_learned = [a.learns_anything for a in q_analyses]
         scores.statements += len(statements)
-        scores.statements_learned += sum(s_learned)
+        scores.statements_faithful += sum(faithful)
         scores.questions += len(questions)
         scores.questions_learned += sum(q_learned)
-        scores.by_file[path.stem] = (len(statements), sum(s_learned), len(questions), sum(q_learned))
-        scores.missed += [t for t, ok in zip(statements, s_learned, strict=True) if not ok]
+        scores.by_file[path.stem] = (len(statements), sum(faithful), len(questions), sum(q_learned))
+        scores.missed += [t for t, ok in zip(statements, faithful, strict=True) if not ok]
         scores.false += [t for t, bad in zip(questions, q_learned, strict=True) if bad]
     scores.seconds = time.perf_counter() - started
     return scores

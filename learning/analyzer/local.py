@@ -1,184 +1,143 @@
-"""The local analyzer: sentence embeddings plus a few linguistic cues, and two small classifiers.
+"""The local analyzer: classifiers fitted on labelled messages, reading the conversation too.
 
-No network and no keyword list deciding on its own: a logistic regression over the
-message's embedding (all-MiniLM-L6-v2) and a handful of structural cues (is it a
-question, does it point at a specific object, does it speak of habit, does it open
-by contradicting) decides the message type; a second one, trained on the catalog's
-phrasings, names the preference. Both are fitted once per process from
-``exemplars.py`` and ``catalog.py`` (about a second).
+No network and no closed list of preferences. For each user message it reads the message, the
+previous assistant turn and the user's earlier turns (``AnalyzerInput.recent_context``) and
+decides, with the classifiers of ``model.py``:
+
+- whether the text tries to steer the assistant or other users (learning.safety's model): then
+  nothing is learned and ``steering`` is set;
+- its type (preference / correction / pain point / memory / none), abstaining ("none") when the
+  most likely type is not likely enough;
+- for a preference: the instruction in the user's own words (``describe.instruction``), its
+  category, and a canonical axis only when one is clearly meant (for contradictions);
+- for a memory: the statement itself and a kind.
+
+The classifiers are fitted once per process on ``data/labelled_messages.jsonl`` (seconds).
 """
 
 from __future__ import annotations
 
-import re
 import threading
+from typing import Any
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 
 from core.embeddings import get_embedder
-from learning.analyzer import catalog, exemplars
-from learning.analyzer.base import (
-    Analysis,
-    AnalyzerInput,
-    MemoryFinding,
-    PreferenceFinding,
-)
+from learning.analyzer import describe
+from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, PreferenceFinding
+from learning.analyzer.features import turn_from_context
+from learning.analyzer.model import NO_AXIS, Models, embed_turns, fit_models, load_rows
 from learning.analyzer.workflows import workflow_finding
+from learning.safety import STEERING_THRESHOLD, steering_model_adopt, steering_model_fitted, steering_phrases
 
-TYPES = ("preference", "correction", "pain_point", "memory", "none")
-STYLE_SIMILARITY = 0.55  # a correction "states a style" when this close to a catalog phrasing
-
-_WORD = re.compile(r"[a-z']+")
-_HABIT = re.compile(
-    r"\b(always|from now on|going forward|in (the )?future|in general|every time|each time|whenever|"
-    r"never|any more|anymore|by default|all the time|in your (answers|replies|responses))\b"
-)
-_ASSISTANT_OUTPUT = re.compile(r"\b(your|ur) (answers?|repl(y|ies)|responses?|messages?|writing|explanations?|tone)\b")
-_DEICTIC = re.compile(r"\b(this|these|that one|the following|below|above|attached|here is|here's)\b|:\s*$|:\s|\"|\n")
-_CONTRADICT_OPEN = re.compile(
-    r"^(no\b|nope\b|nah\b|actually\b|wrong\b|not quite\b|not what\b|incorrect\b|correction\b|that's not\b|"
-    r"that is not\b|you (got|misread|mixed)\b|i said\b|i asked for\b|i meant\b|again,)"
-)
-_REPEAT = re.compile(
-    r"\b(again|already|(two|three|four|five|\d+) times|keep (doing|getting|making|ignoring|forgetting)|"
-    r"still (not|doesn't|don't|wrong)|repeat(ing)? myself|told you|as i said|like i (said|mentioned)|"
-    r"how many times|every single time|for the last time|once again)\b"
-)
-_FRUSTRATION = re.compile(r"\b(ugh|argh|annoy\w*|frustrat\w*|useless|ridiculous|seriously|give up|wasting)\b")
-_TASK_OPEN = re.compile(
-    r"^(please |can you |could you |pls |plz )?(write|draft|summari[sz]e|translate|create|generate|make|list|"
-    r"turn|rewrite|format|shorten|explain|give me an?|compose|outline|convert|put|prepare|help me)\b"
-)
-_FIRST_PERSON = re.compile(r"^(i|i'm|im|i've|i'd|my|we|we're|our)\b")
-_PREFER_WORDS = re.compile(r"\b(prefer|like|love|hate|dislike|avoid|enjoy|can't stand|favou?rite)\b")
-
-
-def cues(text: str) -> np.ndarray:
-    """Structural cues of a message, as a small dense vector."""
-    lowered = text.strip().lower()
-    words = _WORD.findall(lowered)
-    return np.array(
-        [
-            "?" in lowered,
-            bool(_HABIT.search(lowered)),
-            bool(_ASSISTANT_OUTPUT.search(lowered)),
-            bool(_DEICTIC.search(text.strip())),
-            bool(_CONTRADICT_OPEN.search(lowered)),
-            bool(_REPEAT.search(lowered)),
-            bool(_FRUSTRATION.search(lowered)) or lowered.count("!") >= 2,
-            bool(_TASK_OPEN.search(lowered)),
-            bool(_FIRST_PERSON.search(lowered)) and "?" not in lowered,
-            min(len(words), 60) / 60.0,
-        ],
-        dtype=np.float32,
-    )
-
-
-CUE_WEIGHT = 0.35  # cues sit beside a unit-length embedding; this keeps both in play
-WORD_WEIGHT = 0.6
+ABSTAIN_BELOW = 0.40  # the most likely type under this probability: learn nothing
+# Storing the wrong thing is worse than missing it: a preference or memory needs more certainty
+# (chosen on the grouped cross-validation of the training part, trading recall for mislearns).
+LEARN_MIN = 0.50
+AXIS_MIN = 0.60  # an axis is named only when this sure; else the preference is open-ended
+__all__ = ["LocalAnalyzer", "get_local_analyzer"]
 
 
 class LocalAnalyzer:
     name = "local"
 
-    def __init__(self) -> None:
-        self.embedder = get_embedder()
-        type_texts: list[str] = []
-        type_labels: list[str] = []
-        for entry in catalog.CATALOG:
-            type_texts += entry.phrasings
-            type_labels += ["preference"] * len(entry.phrasings)
-        for label, texts in (
-            ("correction", exemplars.CORRECTION),
-            ("pain_point", exemplars.PAIN_POINT),
-            ("memory", exemplars.MEMORY),
-            ("none", exemplars.NONE),
-        ):
-            type_texts += texts
-            type_labels += [label] * len(texts)
-        vectors = self.embedder.embed(type_texts)
-        self.type_model = LogisticRegression(C=4.0, class_weight="balanced", max_iter=2000)
-        self.type_model.fit(self._features(type_texts, vectors), type_labels)
-
-        # Which preference: sentence embeddings put antonyms ("short" / "detailed" answers)
-        # close together, so the words themselves (TF-IDF) sit beside the embedding here.
-        slug_texts = [p for entry in catalog.CATALOG for p in entry.phrasings]
-        slug_labels = [entry.slug for entry in catalog.CATALOG for _ in entry.phrasings]
-        self.slug_vectors = self.embedder.embed(slug_texts)
-        self.slug_words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, stop_words="english")
-        self.slug_words.fit(slug_texts)
-        self.slug_model = LogisticRegression(C=8.0, class_weight="balanced", max_iter=2000)
-        self.slug_model.fit(self._slug_features(slug_texts, self.slug_vectors), slug_labels)
-
-    def _slug_features(self, texts: list[str], vectors: np.ndarray) -> np.ndarray:
-        return np.hstack([vectors, self.slug_words.transform(texts).toarray() * WORD_WEIGHT])
-
-    @staticmethod
-    def _features(texts: list[str], vectors: np.ndarray) -> np.ndarray:
-        return np.hstack([vectors, np.vstack([cues(t) for t in texts]) * CUE_WEIGHT])
+    def __init__(self, models: Models | None = None, embedder: Any = None) -> None:
+        self.embedder = embedder or get_embedder()
+        if models is None:
+            models = fit_models(self.embedder, load_rows(), steering=steering_model_fitted())
+            steering_model_adopt(models.steering)  # one steering model per process, wherever it is asked
+        self.models = models
 
     def analyze(self, data: AnalyzerInput) -> Analysis:
         return self.analyze_many([data])[0]
 
     def analyze_many(self, items: list[AnalyzerInput]) -> list[Analysis]:
         texts = [item.current_message for item in items]
-        vectors = self.embedder.embed(texts)
-        return self.analyze_embedded(items, vectors)
+        return self.analyze_embedded(items, self.embedder.embed(texts))
 
     def analyze_embedded(self, items: list[AnalyzerInput], vectors: np.ndarray) -> list[Analysis]:
         """Analyse messages whose embeddings the caller already has (the task stores them)."""
         if not items:
             return []
-        texts = [item.current_message for item in items]
-        type_probs = self.type_model.predict_proba(self._features(texts, vectors))
-        slug_probs = self.slug_model.predict_proba(self._slug_features(texts, vectors))
-        style_similarity = (vectors @ self.slug_vectors.T).max(axis=1)
-        type_index = {label: i for i, label in enumerate(self.type_model.classes_)}
+        m = self.models
+        turns = [turn_from_context(item.current_message, item.recent_context) for item in items]
+        embedded = embed_turns(self.embedder, turns, text_vectors=vectors)
+        texts = [t.text for t in turns]
+        type_probs = m.type_model.predict_proba(m.features(turns, embedded))
+        steering = m.steering.probabilities(texts, vectors)
+        prefs = [i for i, p in enumerate(type_probs) if m.type_model.classes_[int(np.argmax(p))] == "preference"]
+        category: dict[int, str] = {}
+        axis: dict[int, tuple[str, float]] = {}
+        if prefs:
+            features = m.preference_features([texts[i] for i in prefs], vectors[prefs])
+            for i, label in zip(prefs, m.category_model.predict(features), strict=True):
+                category[i] = str(label)
+            for i, probs in zip(prefs, m.axis_model.predict_proba(features), strict=True):
+                best = int(np.argmax(probs))
+                axis[i] = (str(m.axis_model.classes_[best]), float(probs[best]))
         results = []
         for i, item in enumerate(items):
-            probs = {label: float(type_probs[i][j]) for label, j in type_index.items()}
-            label = max(probs, key=probs.__getitem__)
-            slug = str(self.slug_model.classes_[int(np.argmax(slug_probs[i]))])
-            results.append(self._conclude(item, label, probs, slug, float(style_similarity[i])))
+            probs = {str(label): float(type_probs[i][j]) for j, label in enumerate(m.type_model.classes_)}
+            results.append(
+                self._conclude(item, probs, float(steering[i]), category.get(i, ""), axis.get(i, (NO_AXIS, 0.0)))
+            )
         return results
 
-    def _conclude(self, item: AnalyzerInput, label: str, probs: dict[str, float], slug: str, style: float) -> Analysis:
-        confidence = probs[label]
+    def _conclude(
+        self, item: AnalyzerInput, probs: dict[str, float], steering: float, category: str, axis: tuple[str, float]
+    ) -> Analysis:
         text = item.current_message.strip()
+        label = max(probs, key=probs.__getitem__)
+        confidence = probs[label]
+        if steering >= STEERING_THRESHOLD or steering_phrases(text):
+            return Analysis(
+                detected="none",
+                confidence=round(steering, 3),
+                reasoning=f"tries to steer the assistant or other users (p={steering:.2f}): never learned",
+                analyzer=self.name,
+                steering=True,
+            )
+        if label != "none" and confidence < (LEARN_MIN if label in ("preference", "memory") else ABSTAIN_BELOW):
+            label = "none"  # unsure: learning nothing beats learning the wrong thing
         if label == "preference":
+            axis_name, axis_p = axis
             return Analysis(
                 detected="preference",
-                preference=self._preference(slug, confidence),
+                preference=PreferenceFinding(
+                    category=category,
+                    preference="",
+                    description=describe.instruction(text),
+                    confidence=round(min(0.95, max(0.3, confidence)), 3),
+                    axis=axis_name if axis_name != NO_AXIS and axis_p >= AXIS_MIN else None,
+                ),
                 confidence=confidence,
-                reasoning=f"a standing response-style preference ({slug}), p={confidence:.2f}",
+                reasoning=f"a standing instruction ({category}), p={confidence:.2f}",
                 analyzer=self.name,
             )
         if label == "correction":
-            # "No, I said bullet points" corrects and restates a style: reinforce that too.
-            finding = self._preference(slug, confidence) if style >= STYLE_SIMILARITY else None
             return Analysis(
                 detected="correction",
-                preference=finding,
                 confidence=confidence,
-                reasoning="the user corrects the previous answer" + (f" and restates {slug}" if finding else ""),
+                reasoning=f"the user corrects the previous answer, p={confidence:.2f}",
                 analyzer=self.name,
             )
         if label == "pain_point":
             return Analysis(
                 detected="pain_point",
                 confidence=confidence,
-                reasoning="the user re-explains or is frustrated",
+                reasoning=f"the user has to repeat themself or is frustrated, p={confidence:.2f}",
                 analyzer=self.name,
             )
         if label == "memory":
-            kind = "preference" if _PREFER_WORDS.search(text.lower()) else "fact"
             return Analysis(
                 detected="none",
-                memory=MemoryFinding(kind=kind, content=text[:1000], confidence=round(confidence, 3)),
+                memory=MemoryFinding(
+                    kind=describe.memory_kind(text),
+                    content=describe.memory_content(text),
+                    confidence=round(confidence, 3),
+                ),
                 confidence=confidence,
-                reasoning="a durable personal statement worth remembering",
+                reasoning=f"a durable statement about the user, p={confidence:.2f}",
                 analyzer=self.name,
             )
         workflow = workflow_finding(item)
@@ -192,16 +151,6 @@ class LocalAnalyzer:
             )
         return Analysis(
             detected="none", confidence=confidence, reasoning="nothing durable to learn", analyzer=self.name
-        )
-
-    @staticmethod
-    def _preference(slug: str, confidence: float) -> PreferenceFinding:
-        entry = catalog.BY_SLUG[slug]
-        return PreferenceFinding(
-            category=entry.category,
-            preference=entry.slug,
-            description=entry.description,
-            confidence=round(min(0.95, max(0.3, confidence)), 3),
         )
 
 

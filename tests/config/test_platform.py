@@ -78,7 +78,7 @@ def test_seed_demo_is_repeatable(db):
     assert User.objects.filter(username__in=["admin", "alice", "bob"]).count() == 3
     assert FeedbackEvent.objects.count() == events > 26  # 24 events, 2 task ratings, the analysis: not doubled
     alice = User.objects.get(username="alice")
-    assert Preference.objects.filter(user=alice, preference="concise").exists()
+    assert Preference.objects.filter(user=alice, axis="length:short").exists()
     assert LearnedWorkflow.objects.filter(user=alice).count() == 1
     assert TaskFeedback.objects.count() == 2
     assert ApiKey.objects.filter(name="demo", revoked_at__isnull=True).count() == 2

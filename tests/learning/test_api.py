@@ -66,12 +66,13 @@ def test_observe_stores_and_returns_context(world, owner_prefs, owner_workflow, 
 def test_observe_then_analysis_learns(world, analyzer, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         response = world.client("service", on_behalf_of="ext-owner").post(
-            "/api/v1/messages", {"session_id": "s", "content": "could u keep it short pls"}, format="json"
+            "/api/v1/messages", {"session_id": "s", "content": "Keep your answers short from now on."}, format="json"
         )
     assert response.status_code == 201
-    assert Preference.objects.get(user=world.owner).preference == "concise"
+    learned = Preference.objects.get(user=world.owner)
+    assert (learned.description, learned.axis) == ("Keep your answers short.", "length:short")
     context = world.client("owner").get("/api/v1/context").json()
-    assert context["preferences"][0]["preference"] == "concise"
+    assert context["preferences"][0]["description"] == "Keep your answers short."
 
 
 def test_assistant_messages_are_stored_but_not_analysed(world, django_capture_on_commit_callbacks):

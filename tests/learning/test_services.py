@@ -24,10 +24,11 @@ def user(db):
 def test_rewording_reinforces_one_preference(user, observe):
     observe(user, "Be concise.")
     first = Preference.objects.get(user=user)
-    observe(user, "keep it short please")
-    observe(user, "could u keep ur answers brief pls")
-    row = Preference.objects.get(user=user)
-    assert (row.pk, row.category, row.preference) == (first.pk, "length", "concise")
+    # Other days, other sessions (within one session a repeat reads as the user re-explaining).
+    observe(user, "keep it short please", session_id="s2")
+    observe(user, "could u keep ur answers brief pls", session_id="s3")
+    row = Preference.objects.get(user=user)  # one row: the paraphrases reinforced it
+    assert (row.pk, row.description, row.axis) == (first.pk, "Be concise.", "length:short")
     assert row.times_reinforced == 3
     assert first.confidence < row.confidence < 1.0
 
@@ -45,8 +46,9 @@ def test_confidence_rises_with_diminishing_returns(user, observe):
 def test_a_contradiction_deactivates_the_older_preference(user, observe):
     observe(user, "Be concise.")
     observe(user, "Actually, give me detailed explanations from now on.")
-    concise = Preference.objects.get(user=user, preference="concise")
-    detailed = Preference.objects.get(user=user, preference="detailed")
+    concise = Preference.objects.get(user=user, axis="length:short")
+    detailed = Preference.objects.get(user=user, axis="length:long")
+    assert detailed.description == "Give me detailed explanations."  # the user's words, not a canned phrase
     assert detailed.active
     assert not concise.active
     assert (concise.inactive_reason, concise.superseded_by_id) == ("contradicted", detailed.pk)
@@ -60,12 +62,18 @@ def test_preference_events_are_private_and_linked(user, observe):
     assert event.user_id == user.pk
 
 
-def test_correction_writes_an_event_and_reinforces_the_stated_style(user, observe):
-    observe(user, "Please use bullet points in your answers.")
-    message, analysis = observe(user, "No, I said bullet points.")
-    assert analysis.detected == "correction"
+def test_a_correction_of_the_previous_answer_writes_an_event(user, observe):
+    observe(user, "List the crew for Monday's shift.")
+    messages.message_observe(
+        user=user,
+        session_id="s1",
+        content="Monday: Ana Ruiz, Ben Okafor, Chloe Lind, Dev Patel (sorted by surname).",
+        role=ChatMessage.Role.ASSISTANT,
+    )
+    message, analysis = observe(user, "Not like that. Sort them by start time.")
+    assert analysis.detected == "correction"  # read against the answer it refers to
     assert FeedbackEvent.objects.filter(event_type="correction", source_record_id=str(message.pk)).exists()
-    assert Preference.objects.get(user=user, preference="bullet_points").times_reinforced == 2
+    assert not Preference.objects.filter(user=user).exists()  # a one-off correction is no standing preference
 
 
 def test_pain_point_writes_a_negative_event(user, observe):
@@ -139,10 +147,10 @@ def test_decay_lowers_and_then_deactivates_stale_preferences(user, observe, sett
     Preference.objects.filter(pk=manual.pk).update(last_reinforced_at=old)
     decayed, deactivated = preferences.preferences_decay()
     assert (decayed, deactivated) == (1, 1)
-    row = Preference.objects.get(user=user, preference="concise")
+    row = Preference.objects.get(user=user, axis="length:short")
     assert (row.active, row.inactive_reason) == (False, "decayed")
     assert Preference.objects.get(pk=manual.pk).active  # what the user wrote does not fade
-    observe(user, "keep it short")  # said again: back on
+    observe(user, "Always keep answers brief.", session_id="s2")  # said again: back on
     row.refresh_from_db()
     assert row.active
 
@@ -159,7 +167,7 @@ def test_a_message_whose_enqueue_failed_is_swept_up(user, analyzer, monkeypatch,
     ChatMessage.objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(minutes=5))
     assert analyze_pending_messages() == 1  # eager here: the sweep's enqueue runs the analysis
     assert ChatMessage.objects.get(pk=message.pk).analyzed_at is not None
-    assert Preference.objects.filter(user=user, preference="concise").exists()
+    assert Preference.objects.filter(user=user, axis="length:short").exists()
     assert analyze_pending_messages() == 0
 
 
@@ -174,6 +182,6 @@ def test_one_task_analyses_a_batch_of_waiting_messages(user, analyzer, monkeypat
     ChatMessage.objects.update(analysis_claimed_until=None)
     assert analyze_message(ids[1]) == 3
     assert ChatMessage.objects.filter(analyzed_at__isnull=True).count() == 0
-    assert Preference.objects.filter(user=user, preference="concise").exists()
+    assert Preference.objects.filter(user=user, axis="length:short").exists()
     assert Memory.objects.filter(owner=user).count() == 1
     assert analyze_message(ids[0]) == 0  # its message was analysed in the batch

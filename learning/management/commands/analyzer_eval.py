@@ -1,4 +1,4 @@
-"""manage.py analyzer_eval: score the analyzer on labelled messages and on PrefEval."""
+"""manage.py analyzer_eval: score the analyzers on the labelled messages and on PrefEval."""
 
 from __future__ import annotations
 
@@ -8,62 +8,126 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from learning.analyzer import get_analyzer
-from learning.analyzer.base import AnalyzerInput
-from learning.analyzer.local import get_local_analyzer
-from learning.evaluation import EVAL_TYPES, load_labelled, score_labelled, score_prefeval
+from learning.analyzer.model import DATA
+from learning.evaluation import (
+    EVAL_TYPES,
+    CachedEmbedder,
+    Scores,
+    analyze_rows,
+    held_out_split,
+    load_labelled,
+    local_fitted_on,
+    local_grouped_cv,
+    score_analyses,
+    score_prefeval,
+    throughput,
+)
 
-DEFAULT_LABELLED = Path(settings.BASE_DIR) / "tests" / "data" / "analyzer_labelled.jsonl"
-DEFAULT_PREFEVAL = Path(settings.BASE_DIR).parent / "shared" / "data" / "prefeval"
+# The shared data folder sits beside the checkout (or beside the folder of worktrees).
+OLD_TEAM_SET = Path(settings.BASE_DIR) / "tests" / "data" / "analyzer_labelled.jsonl"
+DEFAULT_PREFEVAL = next(
+    (p / "shared" / "data" / "prefeval" for p in Path(settings.BASE_DIR).parents if (p / "shared" / "data").is_dir()),
+    Path(settings.BASE_DIR).parent / "shared" / "data" / "prefeval",
+)
 
 
 class Command(BaseCommand):
-    help = "Per-type precision/recall/F1, category accuracy, PrefEval recall and throughput of the analyzer."
+    help = (
+        "Type macro-F1 and per-type F1, category accuracy, faithfulness and mislearns (grouped CV and a fixed "
+        "20 % held out), PrefEval faithful recall and questions learned, throughput on one core."
+    )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--labelled", type=Path, default=DEFAULT_LABELLED, help="JSON lines: text, type, category")
+        parser.add_argument("--labelled", type=Path, default=DATA, help="JSON lines labelled as in analyzer/data")
         parser.add_argument("--prefeval", type=Path, default=DEFAULT_PREFEVAL, help="folder of PrefEval *.json files")
-        parser.add_argument("--analyzer", choices=["local", "configured"], default="local")
+        parser.add_argument("--analyzer", choices=["local", "openai", "all"], default="all")
         parser.add_argument("--show-mistakes", action="store_true")
 
     def handle(self, *args, **options) -> None:
-        os.environ.setdefault("EMBEDDING_THREADS", "1")  # throughput is reported for one core
-        analyzer = get_local_analyzer() if options["analyzer"] == "local" else get_analyzer()
-        analyzer.analyze_many([])  # warm: model loaded and classifiers fitted before timing
-        analyzer.analyze_many([AnalyzerInput(current_message="hello")])
+        os.environ["EMBEDDING_THREADS"] = "1"  # throughput is reported for one core
+        import torch  # noqa: PLC0415  heavy: only to pin the thread count for the measurement
+
+        torch.set_num_threads(1)
+        from core.embeddings import get_embedder  # noqa: PLC0415  after the thread count is pinned
 
         rows = load_labelled(options["labelled"])
-        scores = score_labelled(analyzer, rows)
-        self.stdout.write(f"Labelled set: {options['labelled']} ({scores.count} messages), analyzer {analyzer.name}")
-        self.stdout.write(f"  {'type':<12}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}")
+        fit_idx, held_idx = held_out_split(rows)
+        team, held = [rows[i] for i in fit_idx], [rows[i] for i in held_idx]
+        show = options["show_mistakes"]
+        wanted = options["analyzer"]
+        if wanted in ("local", "all"):
+            embedder = CachedEmbedder(get_embedder())
+            self.stdout.write(
+                f"== local analyzer ({options['labelled'].name}: {len(team)} to fit, {len(held)} held out)"
+            )
+            self.report("grouped 5-fold CV on the 80 %", score_analyses(team, local_grouped_cv(embedder, team)), show)
+            fitted = local_fitted_on(embedder, team)
+            self.report("held-out 20 % (fitted on the 80 %)", score_analyses(held, analyze_rows(fitted, held)), show)
+            from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
+
+            production = LocalAnalyzer(embedder=get_embedder())  # fitted on the whole file, as deployed
+            speed = throughput(production, rows)
+            self.stdout.write(f"  throughput: {speed:.0f} messages/s (one core, batched, context embedded too)")
+            if OLD_TEAM_SET.is_file():  # the old team's set: never fitted on, no keys (type and category only)
+                old = load_labelled(OLD_TEAM_SET)
+                scores = score_analyses(old, analyze_rows(production, old))
+                per_type = ", ".join(f"{t} {scores.per_type[t]['f1']:.2f}" for t in EVAL_TYPES)
+                self.stdout.write(
+                    f"  -- old team set {OLD_TEAM_SET.name} ({len(old)}, never fitted on): type macro-F1 "
+                    f"{scores.macro_f1:.3f} ({per_type}); category accuracy {scores.category_accuracy:.3f}"
+                )
+            self.prefeval(production, options["prefeval"], show)
+        if wanted in ("openai", "all"):
+            if not settings.OPENAI_BASE_URL:
+                self.stdout.write("== openai analyzer: OPENAI_BASE_URL not set (skipped)")
+                return
+            from learning.analyzer.openai_analyzer import get_openai_analyzer  # noqa: PLC0415  optional: openai
+
+            analyzer = get_openai_analyzer()
+            self.stdout.write(f"== openai analyzer ({settings.ANALYZER_MODEL} at {settings.OPENAI_BASE_URL})")
+            self.report("the 80 % (not fitted on)", score_analyses(team, analyze_rows(analyzer, team)), show)
+            self.report("held-out 20 %", score_analyses(held, analyze_rows(analyzer, held)), show)
+            self.stdout.write(f"  throughput: {throughput(analyzer, rows[:50]):.1f} messages/s (first 50, sequential)")
+            self.prefeval(analyzer, options["prefeval"], show)
+
+    def report(self, title: str, scores: Scores, show: bool) -> None:
+        self.stdout.write(f"  -- {title}: {scores.count} messages")
+        self.stdout.write(f"     {'type':<12}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}")
         for label in EVAL_TYPES:
             row = scores.per_type[label]
-            self.stdout.write(
-                f"  {label:<12}{row['precision']:>10.3f}{row['recall']:>10.3f}{row['f1']:>10.3f}{row['support']:>10.0f}"
-            )
-        self.stdout.write(f"  type macro-F1          {scores.macro_f1:.3f}")
-        self.stdout.write(f"  category accuracy      {scores.category_accuracy:.3f}")
-        self.stdout.write(f"  canonical preference   {scores.preference_accuracy:.3f}")
-        self.stdout.write(f"  throughput             {scores.messages_per_second:.0f} messages/s (one core, batched)")
-        if options["show_mistakes"]:
+            numbers = f"{row['precision']:>10.3f}{row['recall']:>10.3f}{row['f1']:>10.3f}{row['support']:>10.0f}"
+            self.stdout.write(f"     {label:<12}{numbers}")
+        self.stdout.write(f"     type macro-F1        {scores.macro_f1:.3f}")
+        self.stdout.write(f"     category accuracy    {scores.category_accuracy:.3f} (recognised preferences)")
+        self.stdout.write(f"     axis accuracy        {scores.axis_accuracy:.3f} (recognised preferences; none = none)")
+        self.stdout.write(
+            f"     faithfulness         {scores.faithfulness:.3f} ({scores.faithful}/{scores.learned} learned items)"
+        )
+        self.stdout.write(
+            f"     mislearn rate        {scores.mislearn_rate:.3f} ({scores.mislearned}/{scores.learned})"
+        )
+        caught, total = scores.steering_caught
+        self.stdout.write(f"     steering flagged     {caught}/{total}")
+        if show:
             for gold, predicted, text in scores.mistakes:
-                self.stdout.write(f"    {gold:>11} -> {predicted:<11} {text}")
+                self.stdout.write(f"       {gold:>11} -> {predicted:<11} {text}")
+            for gold, text in scores.unfaithful:
+                self.stdout.write(f"       mislearned ({gold}): {text}")
 
-        if options["prefeval"].is_dir():
-            pe = score_prefeval(analyzer, options["prefeval"])
-            self.stdout.write(f"PrefEval: {options['prefeval']}")
-            for name, (s, sl, q, ql) in pe.by_file.items():
-                self.stdout.write(f"  {name:<40} statements {sl:>3}/{s:<3} questions learned {ql:>3}/{q}")
-            self.stdout.write(f"  statement recall       {pe.recall:.3f} ({pe.statements_learned}/{pe.statements})")
-            self.stdout.write(f"  questions learned      {pe.false_rate:.3f} ({pe.questions_learned}/{pe.questions})")
-            count = pe.statements + pe.questions
-            self.stdout.write(
-                f"  throughput             {count / pe.seconds:.0f} messages/s ({count} messages, one core)"
-            )
-            if options["show_mistakes"]:
-                for text in pe.missed:
-                    self.stdout.write(f"    missed: {text}")
-                for text in pe.false:
-                    self.stdout.write(f"    false:  {text}")
-        else:
-            self.stdout.write(f"PrefEval folder not found: {options['prefeval']} (skipped)")
+    def prefeval(self, analyzer, directory: Path, show: bool) -> None:
+        if not directory.is_dir():
+            self.stdout.write(f"  PrefEval folder not found: {directory} (skipped)")
+            return
+        pe = score_prefeval(analyzer, directory)
+        self.stdout.write(f"  -- PrefEval: {directory}")
+        for name, (s, sl, q, ql) in pe.by_file.items():
+            self.stdout.write(f"     {name:<36} faithful {sl:>3}/{s:<3} questions learned {ql:>3}/{q}")
+        self.stdout.write(f"     faithful recall      {pe.recall:.3f} ({pe.statements_faithful}/{pe.statements})")
+        self.stdout.write(f"     questions learned    {pe.false_rate:.3f} ({pe.questions_learned}/{pe.questions})")
+        count = pe.statements + pe.questions
+        self.stdout.write(f"     throughput           {count / pe.seconds:.0f} messages/s ({count} messages)")
+        if show:
+            for text in pe.missed:
+                self.stdout.write(f"       missed: {text}")
+            for text in pe.false:
+                self.stdout.write(f"       false:  {text}")

@@ -1,0 +1,121 @@
+"""What is stored: the user's own words, as a standing instruction.
+
+A preference's description is the user's request with the parts that only say *that* it is a
+standing request (habit markers, politeness, lead-ins) taken away: "Always answer me in
+Spanish" -> "Answer me in Spanish."; "I'd prefer British spelling please (colour, not color)"
+-> "British spelling (colour, not color)." Nothing is replaced by a canned phrase, so every
+key word the user chose stays. A memory keeps the statement itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_DESCRIPTION = 300
+_SENTENCE = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\bMrs\.)(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)"
+    r"(?<=[.!?])\s+(?=[A-Z0-9'\"(])|\n+"
+)
+_ANYWHERE = re.compile(r"(?:,\s*)?\b(?:from now on|going forward|in future|in the future)\b(?:\s*,)?", re.IGNORECASE)
+SHORT_MESSAGE_WORDS = 30  # up to this, every sentence but small talk is kept
+_LEAD_IN = re.compile(
+    r"^(?:(?:hey|hi|so|ok|okay|also|and|honestly|actually|btw|fyi|oh|um|look|right|one more thing|quick one|"
+    r"from now on|going forward|in future|in the future|in general|generally|by default|as a rule|always|"
+    r"please|pls|plz|kindly)\b[,:;!.\s-]*)+",
+    re.IGNORECASE,
+)
+_ASK_LEAD = re.compile(
+    r"^(?:(?:could|can|would|will) (?:you|u|ya)(?: please| pls| plz)?(?: (?:always|just))?\s+|"
+    r"i(?:'d| would)(?: really| much)? (?:like|prefer|love|rather)(?: it)?(?: if)?(?: you)?(?: to)?\s+|"
+    r"i (?:want|need) you to\s+|i(?:'d| would) appreciate (?:it )?if you(?: could)?\s+|"
+    r"i (?:prefer|like)(?: it)?(?: when you| if you)?\s+|"
+    r"(?:make sure|remember) (?:to|that you)(?: always)?\s+|"
+    r"(?:let's|let us) (?:always\s+)?)",
+    re.IGNORECASE,
+)
+_TRAILER = re.compile(
+    r"[\s,;:\u2014-]*\b(?:please|pls|plz|thanks|thank you|thx|from now on|going forward|in future|in the future|"
+    r"in general|by default|always|every time|each time|for me|ok\??|okay\??|if you can|if possible)\b[\s.!?]*$",
+    re.IGNORECASE,
+)
+_INLINE_PLEASE = re.compile(r"\b(?:please|pls|plz)\b", re.IGNORECASE)
+_STANDING = re.compile(
+    r"\b(always|never|whenever|every|from now on|going forward|in future|by default|don't|do not|stop|avoid|"
+    r"prefer|rather|instead of|not\b|no\b|use|call me|address me)",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"^(?:thanks?|thank you|cheers|privacy thing|anyway\b.*|sorry\b.*|mind if i ask[^?]*\?|just so you know)[.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip(" ,;:-\u2014")
+    text = re.sub(r"\s*,(\s*,)+", ",", text)
+    text = re.sub(r"\s+([,.;:!?)])", r"\1", text)
+    text = re.sub(r"[,;:]+([.!?])", r"\1", text).rstrip(",;:")
+    text = re.sub(r"\(\s+", "(", text)
+    return text
+
+
+def instruction(text: str) -> str:
+    """The standing instruction in the user's words (see the module docstring)."""
+    sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s and s.strip()]
+    sentences = [s for s in sentences if not _FILLER.match(s.strip())] or sentences or [text.strip()]
+    if len(sentences) > 1 and len(text.split()) > SHORT_MESSAGE_WORDS:
+        # The sentence that asks for something standing; the others are reasons and small talk.
+        chosen = max(sentences, key=lambda s: (bool(_STANDING.search(s)), -sentences.index(s)))
+    else:
+        chosen = " ".join(_strip(s) if i == 0 else s for i, s in enumerate(sentences))
+    result = _ANYWHERE.sub(",", chosen)
+    for _ in range(3):  # lead-ins stack: "Hey, from now on, could you please ..."
+        stripped = _ASK_LEAD.sub("", _LEAD_IN.sub("", result))
+        stripped = _TRAILER.sub("", stripped)
+        if stripped == result:
+            break
+        result = stripped
+    result = _tidy(_INLINE_PLEASE.sub("", result))
+    if len(result.split()) < 2:  # stripping left too little: keep what the user wrote
+        result = _tidy(chosen)
+    result = result[:MAX_DESCRIPTION]
+    if not result:
+        return ""
+    result = result[0].upper() + result[1:]
+    if result.endswith("?"):  # "Could you always ...?" asks for a rule: store it as one
+        result = result[:-1].rstrip()
+    return result if result[-1] in ".!" else result + "."
+
+
+def _strip(sentence: str) -> str:
+    return _ASK_LEAD.sub("", _LEAD_IN.sub("", sentence))
+
+
+def memory_content(text: str) -> str:
+    """A memory keeps the user's statement (whitespace tidied, bounded)."""
+    return re.sub(r"\s+", " ", text).strip()[:1000]
+
+
+_COMMITMENT = re.compile(
+    r"\b(i will|i'll|i promised|i have to|i must|i need to|deadline|due (on|by)|"
+    r"by (mon|tues|wednes|thurs|fri|satur|sun)day)\b",
+    re.IGNORECASE,
+)
+_LIKING = re.compile(
+    r"\b(prefer|like|love|hate|dislike|enjoy|can't stand|favou?rite|into|fan of|rather)\b", re.IGNORECASE
+)
+_LESSON = re.compile(r"\b(learned|learnt|lesson|turns out|never again|realised|realized)\b", re.IGNORECASE)
+_OTHERS = re.compile(r"^(my|our|the) \w+", re.IGNORECASE)
+
+
+def memory_kind(text: str) -> str:
+    """fact | preference | commitment | lesson | context, from the statement's wording."""
+    if _COMMITMENT.search(text):
+        return "commitment"
+    if _LESSON.search(text):
+        return "lesson"
+    if _LIKING.search(text):
+        return "preference"
+    if _OTHERS.match(text.strip()) and not re.match(r"^my (name|age|birthday|blood)", text.strip(), re.IGNORECASE):
+        return "context"
+    return "fact"

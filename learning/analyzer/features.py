@@ -1,0 +1,143 @@
+"""What the local analyzer's classifiers read about a message: its words, its sentence embedding,
+a few structural cues, and how it relates to the conversation before it.
+
+No decision is taken here; every cue is one feature among many for a classifier fitted on
+labelled messages (``data/labelled_messages.jsonl``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from learning.safety import PATTERNS as STEERING_PATTERNS
+
+_WORD = re.compile(r"[a-z']+")
+_HABIT = re.compile(
+    r"\b(always|from now on|going forward|in (the )?future|in general|every time|each time|whenever|"
+    r"never|any more|anymore|by default|all the time|in your (answers|replies|responses)|generally|"
+    r"every|all (your|the)|i prefer|i'd prefer|i like|please always|stop)\b"
+)
+_ONE_OFF = re.compile(
+    r"\b(this (one|time|email|reply|answer|slide|draft|report|list|doc\w*|message|paragraph|table|section)|"
+    r"just (for )?this|for now|today|tomorrow|tonight|this week|for the \w+ meeting|here)\b"
+)
+_ASSISTANT_OUTPUT = re.compile(
+    r"\b(your|ur|you) (answers?|repl(y|ies)|responses?|messages?|writing|explanations?|tone)\b"
+)
+_DEICTIC = re.compile(r"\b(this|these|that one|the following|below|above|attached|here is|here's)\b|:\s*$|:\s|\"|\n")
+_CONTRADICT_OPEN = re.compile(
+    r"^(no\b|nope\b|nah\b|actually\b|wrong\b|not quite\b|not what\b|incorrect\b|correction\b|that's not\b|"
+    r"that is not\b|you (got|misread|mixed)\b|i said\b|i asked for\b|i meant\b|again,|not like that\b|"
+    r"that's wrong|hmm\b|wait\b)"
+)
+_REPEAT = re.compile(
+    r"\b(again|already|(two|three|four|five|\d+) times|third time|keep (doing|getting|making|ignoring|forgetting)|"
+    r"still (not|doesn't|don't|wrong)|repeat(ing)? myself|told you|as i said|like i (said|mentioned)|"
+    r"as i mentioned|i mentioned|how many times|every single time|for the last time|once again|yesterday|"
+    r"last time|same mistake|you forgot|re-?explain)\b"
+)
+_FRUSTRATION = re.compile(r"\b(ugh|argh|annoy\w*|frustrat\w*|useless|ridiculous|seriously|give up|wasting)\b")
+_TASK_OPEN = re.compile(
+    r"^(please |can you |could you |pls |plz |now )?(write|draft|summari[sz]e|translate|create|generate|make|list|"
+    r"turn|rewrite|format|shorten|explain|give me an?|compose|outline|convert|put|prepare|help me|boil|"
+    r"bullet-point|find|check|calculate|plan|suggest|recommend|tell me|show me|what|how|why|when|where|who)\b"
+)
+_FIRST_PERSON = re.compile(r"^(i|i'm|im|i've|i'd|my|we|we're|our|i am)\b")
+_PREFER_WORDS = re.compile(r"\b(prefer|like|love|hate|dislike|avoid|enjoy|can't stand|favou?rite)\b")
+_IMPERATIVE_TO_ASSISTANT = re.compile(
+    r"\b(use|give|write|answer|reply|respond|call|address|keep|don't|do not|skip|add)\b"
+)
+_THIRD_PARTY = re.compile(
+    r"^(my|our) (\w+ )?(boss|manager|wife|husband|partner|kids?|son|daughter|team|client|cfo|ceo)\b"
+)
+
+
+def cues(text: str) -> np.ndarray:
+    """Structural cues of the message alone, as a small dense vector."""
+    lowered = text.strip().lower()
+    words = _WORD.findall(lowered)
+    return np.array(
+        [
+            "?" in lowered,
+            bool(_HABIT.search(lowered)),
+            bool(_ASSISTANT_OUTPUT.search(lowered)),
+            bool(_DEICTIC.search(text.strip())),
+            bool(_CONTRADICT_OPEN.search(lowered)),
+            bool(_REPEAT.search(lowered)),
+            bool(_FRUSTRATION.search(lowered)) or lowered.count("!") >= 2,
+            bool(_TASK_OPEN.search(lowered)),
+            bool(_FIRST_PERSON.search(lowered)) and "?" not in lowered,
+            min(len(words), 60) / 60.0,
+            bool(_ONE_OFF.search(lowered)),
+            bool(_PREFER_WORDS.search(lowered)),
+            bool(_IMPERATIVE_TO_ASSISTANT.search(lowered)),
+            bool(_THIRD_PARTY.search(lowered)),
+        ],
+        dtype=np.float32,
+    )
+
+
+def steering_cues(text: str) -> np.ndarray:
+    """Which of learning.safety's steering phrases occur (one feature each), plus fake markup."""
+    raw = text or ""
+    return np.array(
+        [bool(p.search(raw)) for p in STEERING_PATTERNS.values()]
+        + [bool(re.search(r"(^|\n)\s*(\[?system\]?:|<\/?system>|###\s*system)", raw, re.IGNORECASE))],
+        dtype=np.float32,
+    )
+
+
+PREVIOUS_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the analyzer reads about one user message: the text and what came just before it."""
+
+    text: str
+    previous_assistant: str  # "" when the message opens the conversation
+    earlier_user: tuple[str, ...] = ()  # the user's own earlier turns in the session, oldest first
+
+
+def turn_from_context(text: str, recent_context: list[dict[str, str]]) -> Turn:
+    """The previous assistant message and the user's earlier turns from AnalyzerInput.recent_context."""
+    previous = ""
+    for message in reversed(recent_context):
+        if message.get("role") == "assistant":
+            # Its opening says what it did ("Here's the list, sorted alphabetically"); embedding a long
+            # answer in full would cost more than the message itself.
+            previous = (message.get("content") or "")[:PREVIOUS_CHARS]
+            break
+    earlier = tuple((m.get("content") or "")[:PREVIOUS_CHARS] for m in recent_context if m.get("role") == "user")
+    return Turn(text=text, previous_assistant=previous, earlier_user=earlier)
+
+
+def context_cues(turn: Turn, vector: np.ndarray, previous_vector: np.ndarray, earlier_max: float) -> np.ndarray:
+    """How the message relates to the turn before it: answering a question, echoing, repeating itself."""
+    has_previous = bool(turn.previous_assistant)
+    previous = turn.previous_assistant.strip().lower()
+    shared = 0.0
+    if has_previous:
+        mine = set(_WORD.findall(turn.text.lower())) - _STOP
+        theirs = set(_WORD.findall(previous)) - _STOP
+        shared = len(mine & theirs) / max(1, len(mine))
+    return np.array(
+        [
+            has_previous,
+            float(vector @ previous_vector) if has_previous else 0.0,
+            previous.endswith("?") if has_previous else 0.0,
+            shared,
+            bool(turn.earlier_user),
+            earlier_max,
+        ],
+        dtype=np.float32,
+    )
+
+
+_STOP = frozenset(
+    "a an the and or but if of to in on for with at by from is are was were be been it its this that these those "
+    "i you me my your we our he she they them his her their not no do does did so as just please".split()
+)
