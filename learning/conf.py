@@ -47,12 +47,6 @@ class LearningSettings(AppSettings):
     )
 
     # Workflows.
-    WORKFLOW_SIMILARITY = Tunable(
-        0.6,
-        minimum=0.0,
-        maximum=1.0,
-        doc='Two prompts are "the same kind of request" at this embedding similarity or above.',
-    )
     WORKFLOW_CONTEXT_MIN_SIMILARITY = Tunable(
         0.3,
         minimum=0.0,
