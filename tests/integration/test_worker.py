@@ -54,15 +54,14 @@ def test_a_message_is_analysed_by_the_worker(real_broker):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     response = client.post(
-        "/api/v1/messages", {"session_id": "s", "content": "could u keep it short pls"}, format="json"
+        "/api/v1/messages", {"session_id": "s", "content": "Keep your answers short from now on."}, format="json"
     )
     assert response.status_code == 201
     message_id = response.json()["message_id"]
     assert ChatMessage.objects.get(pk=message_id).analyzed_at is None  # nothing ran in the request
-    # The worker loads the embedding model on its first task: allow for that.
-    assert wait_for(lambda: Preference.objects.filter(user=user, preference="concise").exists(), timeout=120), (
-        real_broker["log"].read_text()[-3000:]
-    )
+    # The worker loads the embedding model and fits the analyzer on its first task: allow for that.
+    learned = Preference.objects.filter(user=user, description="Keep your answers short.", axis="length:short")
+    assert wait_for(learned.exists, timeout=120), real_broker["log"].read_text()[-3000:]
     assert ChatMessage.objects.get(pk=message_id).analyzed_at is not None
 
 
