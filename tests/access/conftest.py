@@ -78,6 +78,7 @@ def access_world(world: World) -> AccessWorld:
         ).pk,
         "task": TaskFeedbackFactory(user=owner, project=project).pk,
         "owner_key": ApiKey.objects.filter(owner=owner).get().pk,
+        "service_key": world.service_key.pk,
         "user_id": owner.pk,
         "project": project.slug,
         "trace": result.trace_id,
