@@ -77,7 +77,9 @@ def test_acting_for_a_user_writes_only_as_them(world):
         EVENTS, EVENT | {"user_id": world.owner.pk}, format="json"
     )
     assert response.status_code == 403
-    refused = world.client("service", on_behalf_of="ext-other").post(EVENTS, EVENT | {"project": "apollo"}, format="json")
+    refused = world.client("service", on_behalf_of="ext-other").post(
+        EVENTS, EVENT | {"project": "apollo"}, format="json"
+    )
     assert refused.status_code == 403
     assert FeedbackEvent.objects.count() == 0
 
@@ -89,7 +91,9 @@ def test_acting_for_a_staff_user_is_not_the_console(world):
     response = world.client("service", on_behalf_of="ext-admin").get("/api/v1/promotions/")
     assert response.status_code == 403
     me = world.client("service", on_behalf_of="ext-admin").get("/api/v1/me").json()
-    assert me["is_admin"] is False and me["acting_for"] is True and me["is_service"] is True
+    assert me["is_admin"] is False
+    assert me["acting_for"] is True
+    assert me["is_service"] is True
 
 
 def test_a_failed_first_write_creates_no_user(world):
@@ -128,7 +132,9 @@ def test_a_limited_service_key_sees_and_writes_its_projects_only(world, apollo_c
     service = world.client("service")
     assert [p["slug"] for p in service.get(PROJECTS).json()] == ["apollo"]
     seen = {e["id"] for e in service.get(EVENTS).json()["results"]}
-    assert str(inside.pk) in seen and str(outside.pk) not in seen and str(unscoped.pk) not in seen
+    assert str(inside.pk) in seen
+    assert str(outside.pk) not in seen
+    assert str(unscoped.pk) not in seen
     assert service.post(EVENTS, EVENT | {"project": "gemini"}, format="json").status_code == 403
     assert service.post(EVENTS, EVENT, format="json").status_code == 403  # no project: outside its limit
     assert service.post(EVENTS, EVENT | {"project": "apollo"}, format="json").status_code == 201
@@ -147,7 +153,8 @@ def test_a_limited_key_acting_for_a_user_stays_within_its_projects(world):
     limit(world, "apollo")
     acting = world.client("service", on_behalf_of="ext-owner")
     seen = {e["id"] for e in acting.get(EVENTS).json()["results"]}
-    assert str(own_unscoped.pk) in seen and str(outside.pk) not in seen
+    assert str(own_unscoped.pk) in seen
+    assert str(outside.pk) not in seen
     assert acting.post(EVENTS, EVENT | {"project": "gemini"}, format="json").status_code == 403
     context = acting.get("/api/v1/context", {"project": "gemini", "message": "hi"})
     assert context.status_code == 403
@@ -181,7 +188,9 @@ def test_bad_project_limits_are_named(world, body, status, field):
 
 def test_only_service_keys_are_limited(world):
     user_key = world.owner.api_keys.get()
-    response = world.client("admin").put(f"/api/v1/api-keys/{user_key.pk}/projects", {"projects": ["apollo"]}, format="json")
+    response = world.client("admin").put(
+        f"/api/v1/api-keys/{user_key.pk}/projects", {"projects": ["apollo"]}, format="json"
+    )
     assert response.status_code == 400
     created = world.client("admin").post(
         "/api/v1/api-keys", {"name": "x", "kind": "user", "projects": ["apollo"]}, format="json"
@@ -192,4 +201,5 @@ def test_only_service_keys_are_limited(world):
     )
     assert service.status_code == 201
     assert service.json()["projects"] == ["apollo"]
-    assert world.client("admin").put("/api/v1/api-keys/00000000-0000-0000-0000-000000000000/projects", {"projects": []}, format="json").status_code == 404
+    missing = "/api/v1/api-keys/00000000-0000-0000-0000-000000000000/projects"
+    assert world.client("admin").put(missing, {"projects": []}, format="json").status_code == 404
