@@ -141,3 +141,25 @@ def api_key_mark_used(*, api_key_id: str, used_at: datetime) -> int:
         .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at))
         .update(last_used_at=used_at)
     )
+
+
+def user_delete_erased(*, user: User, counts: dict[str, int]) -> None:
+    """The last step of an erasure (``promotions.erasure``): the user's keys, memberships, sessions
+    and the admin log's entries about them, then the user row itself."""
+    from django.contrib.admin.models import LogEntry  # noqa: PLC0415 - contrib models need the app registry
+    from django.contrib.contenttypes.models import ContentType  # noqa: PLC0415
+    from django.contrib.sessions.models import Session  # noqa: PLC0415
+
+    with transaction.atomic():
+        hashed = list(ApiKey.objects.filter(owner=user).values_list("hashed_key", flat=True))
+        counts[ApiKey._meta.db_table], _ = ApiKey.objects.filter(owner=user).delete()
+        counts[ProjectMembership._meta.db_table], _ = ProjectMembership.objects.filter(user=user).delete()
+        about = LogEntry.objects.filter(content_type=ContentType.objects.get_for_model(User), object_id=str(user.pk))
+        by = LogEntry.objects.filter(user=user)
+        counts[LogEntry._meta.db_table] = about.delete()[0] + by.delete()[0]
+        sessions = [s.pk for s in Session.objects.iterator() if s.get_decoded().get("_auth_user_id") == str(user.pk)]
+        counts[Session._meta.db_table], _ = Session.objects.filter(pk__in=sessions).delete()
+        user.delete()
+        counts[User._meta.db_table] = 1
+    for hashed_key in hashed:
+        api_key_cache_forget(hashed_key=hashed_key)

@@ -191,6 +191,8 @@ OPERATIONS: list[Op] = [
     Op("POST", "promotions/{applied}/pause", staff_only(200)),
     Op("POST", "promotions/{paused}/resume", staff_only(200)),
     Op("POST", "promotions/{applied}/supersede", staff_only(200)),
+    # --- erasure (staff people only; never a service key, acting for a staff user or not) -----
+    Op("POST", "users/{erasable}/erase", staff_only(200)),
     # --- retrieval --------------------------------------------------------------------------
     Op(
         "POST",
