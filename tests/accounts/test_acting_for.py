@@ -3,9 +3,12 @@ named by X-On-Behalf-Of is created by their first successful write only, and nev
 
 from __future__ import annotations
 
-import pytest
+import io
 
-from accounts.models import User
+import pytest
+from django.core.management import CommandError, call_command
+
+from accounts.models import ApiKey, User
 from feedback.models import FeedbackEvent
 from tests.factories import (
     ChunkFactory,
@@ -203,3 +206,22 @@ def test_only_service_keys_are_limited(world):
     assert service.json()["projects"] == ["apollo"]
     missing = "/api/v1/api-keys/00000000-0000-0000-0000-000000000000/projects"
     assert world.client("admin").put(missing, {"projects": []}, format="json").status_code == 404
+
+
+def test_the_command_and_the_admin_set_the_limit(world):
+    out = io.StringIO()
+    call_command("create_api_key", "--user", "admin", "--service", "--project", "apollo", stdout=out)
+    key = ApiKey.objects.get(name="cli")
+    assert list(key.projects.values_list("slug", flat=True)) == ["apollo"]
+    with pytest.raises(CommandError, match="No project"):
+        call_command("create_api_key", "--user", "admin", "--service", "--project", "nope")
+    admin = world.session_client("admin")
+    change = f"/admin/accounts/apikey/{world.service_key.pk}/change/"
+    assert admin.post(change, {"projects": [world.project.pk]}).status_code == 302
+    assert list(world.service_key.projects.all()) == [world.project]
+    assert world.client("service").post(EVENTS, EVENT, format="json").status_code == 403  # at once
+    user_key = world.owner.api_keys.get()
+    refused = admin.post(f"/admin/accounts/apikey/{user_key.pk}/change/", {"projects": [world.project.pk]})
+    assert refused.status_code == 200
+    assert b"Only service keys" in refused.content
+    assert not user_key.projects.exists()
