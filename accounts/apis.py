@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -96,9 +96,11 @@ class ApiKeyOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
     revoked_at = serializers.DateTimeField(allow_null=True)
-    projects = serializers.SlugRelatedField(
-        slug_field="slug", many=True, read_only=True, help_text="A service key's project limit (empty: none)."
-    )
+    projects = serializers.SerializerMethodField(help_text="A service key's project limit (empty: none).")
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_projects(self, key: ApiKey) -> list[str]:
+        return sorted(project.slug for project in key.projects.all())
 
 
 class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):

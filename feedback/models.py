@@ -51,7 +51,7 @@ class AppendOnlyError(Exception):
 # (what happened, when, in which project, about which subject) stay as evidence. The PostgreSQL
 # trigger (migration 0003) enforces exactly these values.
 ERASED_WRITER = "erased"
-ANONYMISED = {
+ANONYMISED: dict[str, Any] = {
     "user": None,
     "free_text": "",
     "before_snapshot": None,
