@@ -1,7 +1,9 @@
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
 from accounts.models import ApiKey, Project, ProjectMembership, User
+from accounts.selectors import api_key_project_limit_forget
 from accounts.services import api_key_revoke
 
 
@@ -26,9 +28,25 @@ class ProjectAdmin(admin.ModelAdmin):
     inlines = [MembershipInline]
 
 
+class ApiKeyAdminForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ("projects",)
+
+    def clean_projects(self):
+        projects = self.cleaned_data["projects"]
+        if projects and self.instance.kind != ApiKey.Kind.SERVICE:
+            raise forms.ValidationError("Only service keys can be limited to projects.")
+        return projects
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    """Keys are created with ``manage.py create_api_key`` or the API (the raw key is shown once)."""
+    """Keys are created with ``manage.py create_api_key`` or the API (the raw key is shown once);
+    here a service key's project limit can be set ("projects": empty means every project)."""
+
+    form = ApiKeyAdminForm
+    filter_horizontal = ("projects",)
 
     list_display = ("prefix", "name", "kind", "owner", "created_at", "last_used_at", "revoked_at")
     list_filter = ("kind",)
@@ -43,6 +61,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        api_key_project_limit_forget(api_key_id=str(form.instance.pk))
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request, queryset) -> None:

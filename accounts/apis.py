@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -10,11 +10,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from accounts.models import ApiKey
+from accounts.models import ApiKey, Project
 from accounts.selectors import api_key_list, project_list
-from accounts.services import api_key_create, api_key_revoke
+from accounts.services import api_key_create, api_key_projects_set, api_key_revoke
 from config.api import StrictCharField, StrictInputSerializer
-from config.exceptions import AccessDenied
+from config.exceptions import AccessDenied, ApplicationError
 
 
 class MeOutputSerializer(serializers.Serializer):
@@ -22,7 +22,8 @@ class MeOutputSerializer(serializers.Serializer):
     username = serializers.CharField(allow_null=True)
     external_id = serializers.CharField(allow_null=True)
     is_admin = serializers.BooleanField()
-    is_service = serializers.BooleanField()
+    is_service = serializers.BooleanField(help_text="The request came with a service key.")
+    acting_for = serializers.BooleanField(help_text="A service key acting for the user (with that user's rights).")
     api_key_prefix = serializers.CharField(allow_null=True)
 
 
@@ -38,7 +39,8 @@ class MeApi(APIView):
                     "username": user.username if user else None,
                     "external_id": user.external_id if user else None,
                     "is_admin": actor.is_admin,
-                    "is_service": actor.is_service,
+                    "is_service": actor.is_service_key,
+                    "acting_for": actor.acting_for,
                     "api_key_prefix": actor.api_key.prefix if actor.api_key else None,
                 }
             ).data
@@ -58,9 +60,31 @@ class ProjectListApi(APIView):
         return Response(ProjectOutputSerializer(projects, many=True).data)
 
 
+def projects_from_slugs(slugs: list[str]) -> list[Project]:
+    projects = list(Project.objects.filter(slug__in=slugs))
+    if missing := set(slugs) - {p.slug for p in projects}:
+        raise ApplicationError(f"No project {sorted(missing)[0]!r}.", field="projects")
+    return projects
+
+
 class ApiKeyInputSerializer(StrictInputSerializer):
     name = StrictCharField(max_length=100)
     kind = serializers.ChoiceField(choices=ApiKey.Kind.choices, default=ApiKey.Kind.USER)
+    projects = serializers.ListField(
+        child=StrictCharField(max_length=100),
+        max_length=1000,
+        required=False,
+        help_text="Service keys only: the projects the key is limited to (omitted or empty: every project).",
+    )
+
+
+class ApiKeyProjectsInputSerializer(StrictInputSerializer):
+    projects = serializers.ListField(
+        child=StrictCharField(max_length=100),
+        max_length=1000,
+        allow_empty=True,
+        help_text="The projects the service key is limited to; an empty list lifts the limit.",
+    )
 
 
 class ApiKeyOutputSerializer(serializers.Serializer):
@@ -72,6 +96,11 @@ class ApiKeyOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
     revoked_at = serializers.DateTimeField(allow_null=True)
+    projects = serializers.SerializerMethodField(help_text="A service key's project limit (empty: none).")
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_projects(self, key: ApiKey) -> list[str]:
+        return sorted(project.slug for project in key.projects.all())
 
 
 class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
@@ -81,7 +110,7 @@ class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
 def _human_actor(request: Request) -> Actor:
     """Key management is for people: a service key cannot mint or revoke keys."""
     actor = Actor.from_request(request)
-    if actor.is_service or actor.user is None:
+    if actor.is_service_key or actor.user is None:
         raise AccessDenied("Service keys cannot manage API keys.")
     return actor
 
@@ -101,7 +130,9 @@ class ApiKeyListCreateApi(APIView):
         serializer = ApiKeyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         assert actor.user is not None  # _human_actor guarantees it
-        key, raw = api_key_create(owner=actor.user, **serializer.validated_data)
+        data = serializer.validated_data
+        projects = projects_from_slugs(data.pop("projects", []))
+        key, raw = api_key_create(owner=actor.user, projects=projects, **data)
         return Response({**ApiKeyOutputSerializer(key).data, "key": raw}, status=status.HTTP_201_CREATED)
 
 
@@ -112,3 +143,22 @@ class ApiKeyRevokeApi(APIView):
         if key is None:
             raise NotFound("No such API key.")
         return Response(ApiKeyOutputSerializer(api_key_revoke(api_key=key)).data)
+
+
+class ApiKeyProjectsApi(APIView):
+    @extend_schema(
+        request=ApiKeyProjectsInputSerializer,
+        responses=ApiKeyOutputSerializer,
+        summary="Limit a service key to projects (staff admins)",
+    )
+    def put(self, request: Request, key_id: str) -> Response:
+        actor = _human_actor(request)
+        if not actor.is_admin:
+            raise AccessDenied("Only staff admins limit service keys to projects.")
+        key = api_key_list(actor=actor).filter(pk=key_id).first()
+        if key is None:
+            raise NotFound("No such API key.")
+        serializer = ApiKeyProjectsInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        key = api_key_projects_set(api_key=key, projects=projects_from_slugs(serializer.validated_data["projects"]))
+        return Response(ApiKeyOutputSerializer(api_key_list(actor=actor).get(pk=key.pk)).data)

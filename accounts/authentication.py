@@ -18,7 +18,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from accounts.actors import Actor
 from accounts.conf import accounts_settings
 from accounts.models import ApiKey
-from accounts.selectors import api_key_get_for_raw
+from accounts.selectors import api_key_get_for_raw, api_key_project_ids
 from accounts.services import user_get_or_create_external
 from accounts.tasks import api_key_mark_used_task
 from config.exceptions import AccessDenied
@@ -80,11 +80,15 @@ class ApiKeyAuthentication(BaseAuthentication):
                     "Only service keys may act on behalf of another user.",
                     field="X-On-Behalf-Of",
                 )
+            # A user seen for the first time exists only once a write for them succeeds: the
+            # creation is rolled back otherwise (accounts.middleware.FirstWriteCreatesUserMiddleware).
             user = user_get_or_create_external(external_id=on_behalf_of)
-            actor = Actor(user=user, api_key=api_key)
+            if not user.is_active:
+                raise AccessDenied("The user named by X-On-Behalf-Of is deactivated.", field="X-On-Behalf-Of")
+            actor = Actor(user=user, api_key=api_key, project_ids=api_key_project_ids(api_key=api_key))
         elif api_key.is_service:
             user = api_key.owner  # authenticates the request; the actor itself names no user
-            actor = Actor(user=None, api_key=api_key)
+            actor = Actor(user=None, api_key=api_key, project_ids=api_key_project_ids(api_key=api_key))
         else:
             user = api_key.owner
             actor = Actor(user=user, api_key=api_key)

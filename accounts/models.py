@@ -65,7 +65,9 @@ class ApiKey(models.Model):
     """An API key, stored as a SHA-256 digest; the raw key is shown once, at creation.
 
     *User* keys act as their owner. *Service* keys belong to the assistant's backend:
-    they may write for any user, named per request by ``X-On-Behalf-Of``.
+    acting as themselves they write for any user; naming a user per request with
+    ``X-On-Behalf-Of`` they have exactly that user's rights. A service key with ``projects``
+    is limited to them: it neither reads nor writes project data of any other project.
     """
 
     class Kind(models.TextChoices):
@@ -82,6 +84,8 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Empty: every project (the default); otherwise the only projects this service key may touch.
+    projects = models.ManyToManyField(Project, blank=True, related_name="+", db_table="accounts_api_key_projects")
 
     class Meta:
         db_table = "accounts_api_key"

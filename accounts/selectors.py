@@ -46,6 +46,15 @@ def auth_cache_clear() -> None:
             _key_cache.clear()
         if _user_cache is not None:
             _user_cache.clear()
+        if _limit_cache is not None:
+            _limit_cache.clear()
+
+
+def auth_cache_forget_user(*, external_id: str) -> None:
+    """Forget a cached on-behalf-of user (deactivated, erased, or created by a rolled-back request)."""
+    with _cache_lock:
+        if _user_cache is not None:
+            _user_cache.pop(external_id, None)
 
 
 def api_key_cache_forget(*, hashed_key: str) -> None:
@@ -74,9 +83,47 @@ def api_key_get_for_raw(*, raw_key: str) -> ApiKey | None:
     return key
 
 
+# A service key's project limit, per process like the keys themselves (a change reaches the
+# process that made it at once, the others within API_KEY_CACHE_SECONDS).
+_limit_cache: TTLCache | None = None
+
+
+def _limits() -> TTLCache | None:
+    global _limit_cache
+    ttl = accounts_settings.API_KEY_CACHE_SECONDS
+    if ttl <= 0:
+        return None
+    if _limit_cache is None or _limit_cache.ttl != ttl:
+        _limit_cache = TTLCache(maxsize=4096, ttl=ttl)
+    return _limit_cache
+
+
+def api_key_project_ids(*, api_key: ApiKey) -> frozenset[int] | None:
+    """The projects a service key is limited to, or None (every project; user keys always None)."""
+    if not api_key.is_service:
+        return None
+    key_id = str(api_key.pk)
+    with _cache_lock:
+        limits = _limits()
+        if limits is not None and key_id in limits:
+            return limits[key_id]
+    ids = frozenset(ApiKey.projects.through.objects.filter(apikey_id=api_key.pk).values_list("project_id", flat=True))
+    limit = ids or None
+    if limits is not None:
+        with _cache_lock:
+            limits[key_id] = limit
+    return limit
+
+
+def api_key_project_limit_forget(*, api_key_id: str) -> None:
+    with _cache_lock:
+        if _limit_cache is not None:
+            _limit_cache.pop(str(api_key_id), None)
+
+
 def api_key_list(*, actor: Actor) -> QuerySet[ApiKey]:
     """The keys the actor owns (admins: every key), newest first."""
-    qs = ApiKey.objects.select_related("owner")
+    qs = ApiKey.objects.select_related("owner").prefetch_related("projects")
     if actor.is_admin:
         return qs
     return qs.filter(owner=actor.user)
@@ -97,10 +144,14 @@ def user_get_by_external_id(*, external_id: str) -> User | None:
 
 
 def project_list(*, actor: Actor) -> QuerySet[Project]:
-    """Projects the actor can see: all for admins and services, else their own."""
+    """Projects the actor can see: all for admins and services, else their own; a service key
+    limited to projects sees those only."""
     if actor.sees_everything:
         return Project.objects.all()
-    return Project.objects.filter(memberships__user=actor.user)
+    if actor.is_service:
+        return Project.objects.filter(pk__in=actor.project_ids or ())
+    qs = Project.objects.filter(memberships__user=actor.user)
+    return qs.filter(pk__in=actor.project_ids) if actor.project_ids is not None else qs
 
 
 def project_get_by_slug(*, slug: str) -> Project | None:
@@ -120,3 +171,16 @@ def project_ids_for_user(*, user: User) -> QuerySet:
 
 def user_is_project_member(*, user: User, project: Project) -> bool:
     return ProjectMembership.objects.filter(user=user, project=project).exists()
+
+
+def actor_may_use_project(*, actor: Actor, project: Project) -> bool:
+    """May the actor read and write this project's data? Admins and the unlimited service: any;
+    a limited service key: its projects; a user (and a service key acting for one): the user's
+    projects, within the key's limit."""
+    if actor.sees_everything:
+        return True
+    if not actor.may_use_project(project.pk):
+        return False
+    if actor.is_service:
+        return True
+    return actor.user is not None and user_is_project_member(user=actor.user, project=project)

@@ -10,7 +10,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiKey, Project, ProjectMembership, User
-from accounts.selectors import api_key_cache_forget, api_key_digest, user_get_by_external_id
+from accounts.selectors import (
+    api_key_cache_forget,
+    api_key_digest,
+    api_key_project_limit_forget,
+    user_get_by_external_id,
+)
 from config.exceptions import AccessDenied, ApplicationError
 from core.text import digest
 
@@ -82,8 +87,11 @@ def project_member_add(*, project: Project, user: User, role: str = ProjectMembe
     return membership
 
 
-def api_key_create(*, owner: User, name: str, kind: str = ApiKey.Kind.USER) -> tuple[ApiKey, str]:
-    """Create a key; returns the row and the raw key, which is never stored or shown again."""
+def api_key_create(
+    *, owner: User, name: str, kind: str = ApiKey.Kind.USER, projects: list[Project] | None = None
+) -> tuple[ApiKey, str]:
+    """Create a key; returns the row and the raw key, which is never stored or shown again.
+    A service key may be limited to ``projects`` at once."""
     if kind not in ApiKey.Kind.values:
         raise ApplicationError(f"Unknown key kind {kind!r}; use 'user' or 'service'.", field="kind")
     name = (name or "").strip()
@@ -92,10 +100,27 @@ def api_key_create(*, owner: User, name: str, kind: str = ApiKey.Kind.USER) -> t
     if kind == ApiKey.Kind.SERVICE and not owner.is_staff:
         raise AccessDenied("Only staff admins may own service keys.", field="kind")
     raw = f"{API_KEY_SCHEME}_{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"
-    key = ApiKey.objects.create(
-        owner=owner, name=name[:100], kind=kind, prefix=raw[:12], hashed_key=api_key_digest(raw)
-    )
+    if projects and kind != ApiKey.Kind.SERVICE:
+        raise ApplicationError("Only service keys can be limited to projects.", field="projects")
+    with transaction.atomic():
+        key = ApiKey.objects.create(
+            owner=owner, name=name[:100], kind=kind, prefix=raw[:12], hashed_key=api_key_digest(raw)
+        )
+        if projects:
+            key.projects.set(projects)
     return key, raw
+
+
+def api_key_projects_set(*, api_key: ApiKey, projects: list[Project]) -> ApiKey:
+    """Limit a service key to these projects (an empty list lifts the limit); takes effect at once
+    in this process, in the others within API_KEY_CACHE_SECONDS."""
+    if not api_key.is_service:
+        raise ApplicationError("Only service keys can be limited to projects.", field="projects")
+    with transaction.atomic():
+        ApiKey.objects.select_for_update().filter(pk=api_key.pk).first()
+        api_key.projects.set(projects)
+    api_key_project_limit_forget(api_key_id=str(api_key.pk))
+    return api_key
 
 
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
@@ -116,3 +141,25 @@ def api_key_mark_used(*, api_key_id: str, used_at: datetime) -> int:
         .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=used_at))
         .update(last_used_at=used_at)
     )
+
+
+def user_delete_erased(*, user: User, counts: dict[str, int]) -> None:
+    """The last step of an erasure (``promotions.erasure``): the user's keys, memberships, sessions
+    and the admin log's entries about them, then the user row itself."""
+    from django.contrib.admin.models import LogEntry  # noqa: PLC0415 - contrib models need the app registry
+    from django.contrib.contenttypes.models import ContentType  # noqa: PLC0415
+    from django.contrib.sessions.models import Session  # noqa: PLC0415
+
+    with transaction.atomic():
+        hashed = list(ApiKey.objects.filter(owner=user).values_list("hashed_key", flat=True))
+        counts[ApiKey._meta.db_table], _ = ApiKey.objects.filter(owner=user).delete()
+        counts[ProjectMembership._meta.db_table], _ = ProjectMembership.objects.filter(user=user).delete()
+        about = LogEntry.objects.filter(content_type=ContentType.objects.get_for_model(User), object_id=str(user.pk))
+        by = LogEntry.objects.filter(user=user)
+        counts[LogEntry._meta.db_table] = about.delete()[0] + by.delete()[0]
+        sessions = [s.pk for s in Session.objects.iterator() if s.get_decoded().get("_auth_user_id") == str(user.pk)]
+        counts[Session._meta.db_table], _ = Session.objects.filter(pk__in=sessions).delete()
+        user.delete()
+        counts[User._meta.db_table] = 1
+    for hashed_key in hashed:
+        api_key_cache_forget(hashed_key=hashed_key)

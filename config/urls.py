@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("accounts.urls")),
     path("feedback/", include("feedback.urls")),
     path("", include("promotions.share_urls")),
+    path("", include("promotions.erasure_urls")),
     path("", include("learning.urls")),
     path("promotions/", include("promotions.urls")),
     path("retrieval/", include("retrieval.urls")),

@@ -6,7 +6,7 @@ import uuid
 from typing import Any, NoReturn
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -46,7 +46,42 @@ class AppendOnlyError(Exception):
     """Raised on any attempt to change or remove a feedback event."""
 
 
+# The one change the stream allows: anonymising a user's events when the user is erased. Every
+# column that can carry what a person wrote or who they are is cleared to these values; the others
+# (what happened, when, in which project, about which subject) stay as evidence. The PostgreSQL
+# trigger (migration 0003) enforces exactly these values.
+ERASED_WRITER = "erased"
+ANONYMISED: dict[str, Any] = {
+    "user": None,
+    "free_text": "",
+    "before_snapshot": None,
+    "after_snapshot": None,
+    "source_context": {},
+    "metadata": {},
+    "session_id": "",
+    "idempotency_key": None,
+    "writer": ERASED_WRITER,
+}
+ERASURE_SETTING = "ai_feedback_events.erasure"
+ERASURE_EVENT_TYPE = "user_erased"
+
+
 class AppendOnlyQuerySet(models.QuerySet):
+    def anonymise_user(self, *, user_id: int, erasure_event_id: uuid.UUID) -> int:
+        """The audited exception to append-only, for ``feedback.services.erasure`` alone: clear the
+        identifying columns of ``user_id``'s events, under the id of the ``user_erased`` event that
+        records the erasure (PostgreSQL's trigger checks it exists and names this user)."""
+        connection = connections[self.db]
+        with transaction.atomic(using=self.db):
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config(%s, %s, true)", [ERASURE_SETTING, str(erasure_event_id)])
+            rows = models.QuerySet.update(self.filter(user_id=user_id), **ANONYMISED)
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config(%s, '', true)", [ERASURE_SETTING])
+        return rows
+
     def update(self, **kwargs: Any) -> NoReturn:
         raise AppendOnlyError("Feedback events are append-only: they cannot be updated.")
 

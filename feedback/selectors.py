@@ -13,15 +13,19 @@ from feedback.models import FeedbackEvent, TaskFeedback
 def event_visibility_q(*, actor: Actor) -> Q:
     """The events an actor may read.
 
-    Services and staff admins read everything. A user reads their own events, and the
-    non-private events of the projects they are a member of. Private (preference and
-    memory) events are for their owner and admins only.
+    Services and staff admins read everything. A user (and a service key acting for one)
+    reads their own events, and the non-private events of the projects they are a member of.
+    Private (preference and memory) events are for their owner and admins only. A service key
+    limited to projects reads within them only.
     """
     if actor.sees_everything:
         return Q()
+    if actor.is_service:
+        return actor.limit_q()
     if actor.user is None:
         return Q(pk__in=[])
-    return Q(user=actor.user) | Q(project_id__in=project_ids_for_user(user=actor.user), private=False)
+    mine = Q(user=actor.user) | Q(project_id__in=project_ids_for_user(user=actor.user), private=False)
+    return mine & actor.limit_q()
 
 
 def event_list(*, actor: Actor) -> QuerySet[FeedbackEvent]:
@@ -44,9 +48,13 @@ def task_feedback_list(*, actor: Actor) -> QuerySet[TaskFeedback]:
     qs = TaskFeedback.objects.select_related("project").order_by("-created_at", "-id")
     if actor.sees_everything:
         return qs
+    if actor.is_service:
+        return qs.filter(actor.limit_q())
     if actor.user is None:
         return qs.none()
-    return qs.filter(Q(user=actor.user) | Q(project_id__in=project_ids_for_user(user=actor.user)))
+    return qs.filter(Q(user=actor.user) | Q(project_id__in=project_ids_for_user(user=actor.user))).filter(
+        actor.limit_q()
+    )
 
 
 def task_feedback_get(*, actor: Actor, feedback_id: str) -> TaskFeedback | None:

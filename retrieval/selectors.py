@@ -19,13 +19,17 @@ from retrieval.models import Chunk, RetrievalQuery, RetrievalWeight, WeightScope
 
 def document_visibility_q(*, actor: Actor, prefix: str = "") -> Q:
     """Organisation-wide documents for everyone signed in; project documents for the project's
-    members; everything for admins and services."""
+    members (a service key acting for a user: that user's); everything for admins and services;
+    a service key limited to projects: organisation-wide ones and its projects'."""
     if actor.sees_everything:
         return Q()
+    organisation = Q(**{f"{prefix}project__isnull": True})
+    if actor.is_service:
+        return organisation | Q(**{f"{prefix}project_id__in": actor.project_ids or ()})
     if actor.user is None:
         return Q(pk__in=[])
-    return Q(**{f"{prefix}project__isnull": True}) | Q(
-        **{f"{prefix}project_id__in": project_ids_for_user(user=actor.user)}
+    return organisation | (
+        Q(**{f"{prefix}project_id__in": project_ids_for_user(user=actor.user)}) & actor.limit_q(f"{prefix}project")
     )
 
 
@@ -44,13 +48,16 @@ def chunks_for_display(*, chunk_ids: list[int]) -> dict[int, Chunk]:
 
 
 def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
-    """A search trace: its user's, or anyone's for admins and services (404 otherwise)."""
+    """A search trace: its user's (also for a service key acting for them), or anyone's for admins
+    and services (a limited service key: in its projects); 404 otherwise."""
     pk = parse_uuid(trace_id)
     if pk is None:
         return None
     qs = RetrievalQuery.objects.select_related("project").filter(pk=pk)
-    if not actor.sees_everything:
-        qs = qs.filter(user=actor.user) if actor.user is not None else qs.none()
+    if actor.is_service and not actor.sees_everything:
+        qs = qs.filter(project_id__in=actor.project_ids or ())
+    elif not actor.sees_everything:
+        qs = qs.filter(actor.limit_q()).filter(user=actor.user) if actor.user is not None else qs.none()
     return qs.first()
 
 

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
+from accounts.selectors import actor_may_use_project
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
 from core.embeddings import get_embedder
 from core.text import digest
@@ -58,8 +59,12 @@ class ImportReport:
     chunks_reused: int = 0
 
 
-def _may_import(actor: Actor, slugs: set[str | None]) -> None:
+def _may_import(actor: Actor, slugs: set[str | None], projects: dict[str, Project]) -> None:
     if actor.sees_everything:
+        return
+    if actor.is_service:  # limited to projects: into those only, never organisation-wide
+        if None in slugs or any(not actor.may_use_project(projects[s].pk) for s in slugs if s):
+            raise AccessDenied("This service key may import only into the projects it is limited to.")
         return
     if actor.user is None or None in slugs:
         raise AccessDenied("Only staff admins and service keys import organisation-wide documents.")
@@ -80,7 +85,7 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     projects = {p.slug: p for p in Project.objects.filter(slug__in=[s for s in slugs if s])}
     if unknown := {s for s in slugs if s} - set(projects):
         raise ApplicationError(f"No project {sorted(unknown)[0]!r}.", field="project")
-    _may_import(actor, slugs)
+    _may_import(actor, slugs, projects)
     for item in items:
         if not item.id or len(item.id) > 255:
             raise ApplicationError("Each document needs an id of 1 to 255 characters.", field="id")
@@ -183,6 +188,8 @@ def search(
         project = Project.objects.filter(slug=project_slug).first()
         if project is None:
             raise ApplicationError(f"No project {project_slug!r}.", field="project")
+        if not actor_may_use_project(actor=actor, project=project):
+            raise AccessDenied("You are not a member of this project.", field="project")
     vector = get_embedder().embed_one(query)
     ranked = chunks_ranked(actor=actor, query_vector=vector, project=project, k=k, query_text=query)
     chunks = chunks_for_display(chunk_ids=[hit.chunk_id for hit in ranked])

@@ -95,7 +95,7 @@ class EventLookups:
         slugs = {i.project_slug for i in inputs if i.project_slug}
         self.projects = {p.slug: p for p in Project.objects.filter(slug__in=slugs)} if slugs else {}
         self.member_of: set[int] = set()
-        if actor.user is not None and not actor.sees_everything and self.projects:
+        if actor.user is not None and not actor.sees_everything and not actor.is_service and self.projects:
             self.member_of = set(
                 ProjectMembership.objects.filter(
                     user=actor.user, project_id__in=[p.pk for p in self.projects.values()]
@@ -151,7 +151,8 @@ def event_build(actor: Actor, data: EventInput, lookups: EventLookups) -> Feedba
                 f"{name} is larger than {feedback_settings.FEEDBACK_MAX_SNAPSHOT_BYTES} bytes.", field=name
             )
 
-    # Whom the event is about: a user writes only as themself; a service names anyone.
+    # Whom the event is about: a user (or a service key acting for one) writes only as themself;
+    # the service acting as itself names anyone.
     if actor.is_service:
         if data.user_id is not None and data.user_id not in lookups.user_ids:
             raise ApplicationError(f"No user with id {data.user_id}.", field="user_id")
@@ -168,8 +169,12 @@ def event_build(actor: Actor, data: EventInput, lookups: EventLookups) -> Feedba
         project = lookups.projects.get(data.project_slug)
         if project is None:
             raise ApplicationError(f"No project {data.project_slug!r}.", field="project")
-        if not actor.sees_everything and project.pk not in lookups.member_of:
+        if not actor.may_use_project(project.pk):
+            raise AccessDenied("This service key is not allowed in this project.", field="project")
+        if not actor.sees_everything and not actor.is_service and project.pk not in lookups.member_of:
             raise AccessDenied("You are not a member of this project.", field="project")
+    elif not actor.may_use_project(None):
+        raise AccessDenied("This service key is limited to projects: name one.", field="project")
 
     private = data.private or data.event_family in PRIVATE_FAMILIES or data.subject_type in PRIVATE_SUBJECT_TYPES
     return FeedbackEvent(

@@ -25,14 +25,17 @@ def subject_user(request: Request) -> User:
 SURFACES = ("chat", "command", "task_generation", "search", "agent")
 
 
-def project_of_user(user: User, slug: str | None) -> Project | None:
+def project_of_user(user: User, slug: str | None, *, actor: Actor) -> Project | None:
     """A project the request's subject user belongs to (staff: any); whoever the caller is, the
-    context and the items shared are that user's."""
+    context and the items shared are that user's. A service key limited to projects may name
+    only those."""
     if not slug:
         return None
     project = project_get_for_member(slug=slug, user=user)
     if project is None:
         raise ApplicationError(f"No project {slug!r}.", field="project")
+    if not actor.may_use_project(project.pk):
+        raise AccessDenied("This service key is not allowed in this project.", field="project")
     if not user.is_staff and not getattr(project, "is_member", False):
         raise AccessDenied("The user is not a member of this project.", field="project")
     return project

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.actors import Actor
 from accounts.models import User
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import ApplicationError
@@ -52,7 +53,7 @@ _DESCRIPTION = (
 
 def _context_for(request: Request, data: dict) -> tuple[User, Scope, Context]:
     user = subject_user(request)
-    project = project_of_user(user, data.get("project"))
+    project = project_of_user(user, data.get("project"), actor=Actor.from_request(request))
     scope = Scope(
         project_id=project.pk if project else None,
         surface=data["surface"],

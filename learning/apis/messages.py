@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.actors import Actor
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import ApplicationError
 from learning import selectors
@@ -83,7 +84,7 @@ class MessageCreateApi(APIView):
             "session_id": data["session_id"],
             "content": data["content"],
             "role": data["role"],
-            "project": project_of_user(user, data.get("project")),
+            "project": project_of_user(user, data.get("project"), actor=Actor.from_request(request)),
         }
         if client_id is None:
             message, built = messages.message_observe(**fields)

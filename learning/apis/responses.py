@@ -56,7 +56,7 @@ class ResponseFeedbackApi(APIView):
             tool_name=data.get("tool_name", ""),
             tool_trace=data.get("tool_trace"),
             tags=data.get("tags", []),
-            project=project_of_user(user, data.get("project")),
+            project=project_of_user(user, data.get("project"), actor=Actor.from_request(request)),
             session_id=data.get("session_id", ""),
         )
         body = {"event_id": event.pk, "usages_judged": judged}

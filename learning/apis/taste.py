@@ -117,7 +117,7 @@ class CommandRunApi(APIView):
             command=data["command"],
             output=data["output"],
             parameters=data["parameters"],
-            project=project_of_user(user, data.get("project")),
+            project=project_of_user(user, data.get("project"), actor=Actor.from_request(request)),
             session_id=data.get("session_id", ""),
             succeeded=data["succeeded"],
         )

@@ -55,7 +55,7 @@ class _ShareApi(APIView):
             subject_type=self.subject_type,
             subject_id=str(owned.pk),
             visibility=data["visibility"],
-            project=project_of_user(user, data.get("project")),
+            project=project_of_user(user, data.get("project"), actor=Actor.from_request(request)),
             notes=data.get("notes", ""),
         )
         body = {"promotion_id": promotion.pk, "status": promotion.status, "created": created}
@@ -89,7 +89,7 @@ class WorkflowShareApi(APIView):
             actor=Actor.from_request(request),
             workflow_id=workflow.pk,
             visibility=data["visibility"],
-            project=project_of_user(user, data.get("project")),
+            project=project_of_user(user, data.get("project"), actor=Actor.from_request(request)),
             notes=data.get("notes", ""),
         )
         body = {"promotion_id": promotion.pk, "status": promotion.status, "created": created}

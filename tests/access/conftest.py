@@ -26,6 +26,7 @@ from tests.factories import (
     ScanRunFactory,
     TaskFeedbackFactory,
     TastePatternFactory,
+    UserFactory,
 )
 from tests.learning.conftest import command_run
 
@@ -78,6 +79,8 @@ def access_world(world: World) -> AccessWorld:
         ).pk,
         "task": TaskFeedbackFactory(user=owner, project=project).pk,
         "owner_key": ApiKey.objects.filter(owner=owner).get().pk,
+        "service_key": world.service_key.pk,
+        "erasable": UserFactory(username="erasable").pk,
         "user_id": owner.pk,
         "project": project.slug,
         "trace": result.trace_id,

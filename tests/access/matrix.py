@@ -94,6 +94,12 @@ OPERATIONS: list[Op] = [
         body={"name": "backend", "kind": "service"},
         label="a service key",
     ),
+    Op(
+        "PUT",
+        "api-keys/{service_key}/projects",
+        everyone(403, admin=200),  # only staff admins limit service keys
+        body={"projects": ["apollo"]},
+    ),
     Op("POST", "api-keys/{owner_key}/revoke", everyone(404, owner=200, admin=200, service=403, acting=403)),
     # --- feedback ---------------------------------------------------------------------------
     Op("GET", "feedback/events", everyone(SEES, other=BLIND), sees=Sees("results", "event")),
@@ -185,11 +191,14 @@ OPERATIONS: list[Op] = [
     Op("POST", "promotions/{applied}/pause", staff_only(200)),
     Op("POST", "promotions/{paused}/resume", staff_only(200)),
     Op("POST", "promotions/{applied}/supersede", staff_only(200)),
+    # --- erasure (staff people only; never a service key, acting for a staff user or not) -----
+    Op("POST", "users/{erasable}/erase", staff_only(200)),
     # --- retrieval --------------------------------------------------------------------------
     Op(
         "POST",
         "retrieval/documents",
-        everyone(403, admin=200, service=200, acting=200),
+        # Acting for the owner means the owner's rights: a member, not an admin, of apollo.
+        everyone(403, admin=200, service=200),
         body={"documents": [{"id": "new-doc", "raw_text": "Flutter margins of the new wing.", "project": "apollo"}]},
     ),
     Op(
@@ -198,6 +207,14 @@ OPERATIONS: list[Op] = [
         everyone(SEES, other=BLIND),
         body={"query": "wing flutter tests"},
         sees=Sees("results", "chunk", "chunk_id"),
+    ),
+    Op(
+        "POST",
+        "retrieval/search",
+        everyone(SEES, other=403),  # a project the caller is not in: refused, as everywhere else
+        body={"query": "wing flutter tests", "project": "apollo"},
+        sees=Sees("results", "chunk", "chunk_id"),
+        label="in a project",
     ),
     Op(
         "POST",

@@ -18,6 +18,7 @@ from tests.conftest import bearer_client
 
 ME = "/api/v1/me"
 KEYS = "/api/v1/api-keys"
+EVENTS = "/api/v1/feedback/events"
 
 
 def test_keys_are_stored_as_digests_with_a_visible_prefix(world):
@@ -50,11 +51,14 @@ def test_service_key_without_header_acts_as_itself(world):
     assert body == {**body, "user_id": None, "is_service": True, "is_admin": False}
 
 
-def test_service_key_on_behalf_of_creates_the_user_once(world):
-    first = world.client("service", on_behalf_of="slack:U123").get(ME).json()
-    second = world.client("service", on_behalf_of="slack:U123").get(ME).json()
-    assert first["user_id"] == second["user_id"]
-    assert first["external_id"] == "slack:U123"
+def test_service_key_on_behalf_of_creates_the_user_on_the_first_write_only(world):
+    body = world.client("service", on_behalf_of="slack:U123").get(ME).json()
+    assert body["external_id"] == "slack:U123"
+    assert not User.objects.filter(external_id="slack:U123").exists()  # a read creates no one
+    event = {"event_type": "thumbs", "event_family": "assistant_response", "signal": "positive"}
+    for _ in range(2):
+        response = world.client("service", on_behalf_of="slack:U123").post(EVENTS, event, format="json")
+        assert response.status_code == 201
     assert User.objects.filter(external_id="slack:U123").count() == 1
 
 

@@ -1,0 +1,41 @@
+"""HTTP API of erasure (staff admins): erase a user and everything that names them."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+from accounts.models import User
+from config.exceptions import AccessDenied, Conflict, NotFoundError
+from promotions.erasure import user_erase
+
+
+class ErasureOutputSerializer(serializers.Serializer):
+    user_id = serializers.IntegerField(help_text="The erased user's former id.")
+    erasure_event_id = serializers.UUIDField(help_text="The user_erased event that records this erasure.")
+    rows = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Rows deleted (or anonymised, or scrubbed) per table."
+    )
+
+
+class UserEraseApi(APIView):
+    @extend_schema(
+        request=None,
+        responses=ErasureOutputSerializer,
+        summary="Erase a user: learned items, messages, traces, keys deleted; their events anonymised",
+    )
+    def post(self, request: Request, user_id: int) -> Response:
+        actor = Actor.from_request(request)
+        if not actor.is_admin:  # staff people only: never a service key, nor one acting for a staff user
+            raise AccessDenied("Only staff admins erase users.")
+        user = User.objects.filter(pk=user_id).first()
+        if user is None:
+            raise NotFoundError("No such user.")
+        if actor.user is not None and actor.user.pk == user.pk:
+            raise Conflict("You cannot erase yourself; ask another admin or use manage.py erase_user.")
+        report = user_erase(actor=actor, user=user)
+        return Response(ErasureOutputSerializer(report).data)
