@@ -10,6 +10,11 @@ embedded on its own (cached) and aligned to its nearest word on the other side (
 the *rest* must still align: two tasks that share their object but differ in what is done with it
 ("summarise / check / rewrite the medication list") fail there. The two thresholds are chosen by
 cross-validation over groups (``python manage.py workflow_eval``).
+
+The sentence cosine is taken *centred*: every request shares a direction ("a request to the
+assistant") that lifts all cosines alike, so the mean embedding of a broad background set of
+messages is subtracted first. That spreads same-task pairs from unrelated ones (ROC AUC over the
+pairs of the sessions data 0.90 -> 0.93) without any fitting to those sessions.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from learning.analyzer.base import AnalyzerInput, WorkflowFinding
 # Chosen with `python manage.py workflow_eval` (group-wise cross-validation on
 # learning/analyzer/data/workflow_sessions.jsonl, with a cost on cross-task matches); see the README.
 RESIDUAL_MIN = 0.36  # the words the requests do not share must still align this well
-SCORE_MIN = 0.7  # residual alignment + sentence cosine
+SENTENCE_MIN = 0.2  # centred cosine of the sentence embeddings
 MIN_MATCHES = 2  # same-task past requests; with the current one, three of a kind
 
 _word_vectors: dict[str, np.ndarray] = {}
@@ -49,6 +54,24 @@ def _document_frequency() -> tuple[Counter[str], int]:
     "write", "need", "give" align with everything and say little about the task."""
     texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
     return Counter(w for t in texts for w in set(content_words(t))), len(texts)
+
+
+@lru_cache(maxsize=1)
+def _centre() -> np.ndarray:
+    """The mean sentence embedding of the background set (computed once per process)."""
+    texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
+    return np.asarray(get_embedder().embed(texts), dtype=np.float32).mean(axis=0)
+
+
+def centred(vectors: np.ndarray) -> np.ndarray:
+    """Sentence embeddings (one or a matrix of rows) with the background mean taken out, renormalised."""
+    shifted = np.asarray(vectors, dtype=np.float32) - _centre()
+    return shifted / np.maximum(np.linalg.norm(shifted, axis=-1, keepdims=True), 1e-12)
+
+
+def centred_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of two sentence embeddings once the background mean is taken out of both."""
+    return float(centred(a) @ centred(b))
 
 
 def _idf(word: str) -> float:
@@ -102,7 +125,7 @@ def _align(sims: np.ndarray, weight_a: np.ndarray, weight_b: np.ndarray) -> floa
 class TaskSimilarity:
     whole: float  # all content words aligned
     residual: float  # the words the two do not share, aligned
-    sentence: float  # cosine of the sentence embeddings
+    sentence: float  # centred cosine of the sentence embeddings (see ``centred``)
 
     @property
     def score(self) -> float:
@@ -110,7 +133,7 @@ class TaskSimilarity:
 
     @property
     def same_task(self) -> bool:
-        return self.residual >= RESIDUAL_MIN and self.score >= SCORE_MIN
+        return self.residual >= RESIDUAL_MIN and self.sentence >= SENTENCE_MIN
 
 
 def _similarity(a: _Prepared, b: _Prepared, sentence: float) -> TaskSimilarity:
@@ -129,11 +152,12 @@ def _similarity(a: _Prepared, b: _Prepared, sentence: float) -> TaskSimilarity:
 
 
 def task_similarity(a: str, b: str, sentence: float | None = None) -> TaskSimilarity:
-    """How alike two requests are as tasks (see the module docstring); ``sentence`` is the cosine of
-    their sentence embeddings when the caller has them (computed here otherwise)."""
+    """How alike two requests are as tasks (see the module docstring); ``sentence`` is the centred
+    cosine of their sentence embeddings (``centred_cosine``) when the caller has them (computed
+    here otherwise)."""
     if sentence is None:
         pair = get_embedder().embed([a, b])
-        sentence = float(pair[0] @ pair[1])
+        sentence = centred_cosine(pair[0], pair[1])
     return _similarity(_prepare(a), _prepare(b), sentence)
 
 
@@ -143,18 +167,21 @@ def same_task_matches(
     """The candidates that are the same kind of task as ``text`` *and* as another such candidate:
     a request counts toward a workflow only inside a triangle of mutual matches, which keeps one
     loose pairwise match from pulling unrelated requests together."""
+    if not candidates:
+        return []
     _vectors(content_words(text) + [w for c in candidates for w in content_words(c)])  # one batch for new words
     prepared = [_prepare(c) for c in candidates]
     own = _prepare(text)
+    matrix = centred(np.vstack(candidate_vectors))
+    sentences = matrix @ centred(vector)
     direct = []
     for index, other in enumerate(prepared):
-        similarity = _similarity(own, other, float(np.dot(vector, candidate_vectors[index])))
+        similarity = _similarity(own, other, float(sentences[index]))
         if similarity.same_task:
             direct.append((index, similarity))
     kept = set()
     for (i, _), (j, _) in itertools.combinations(direct, 2):
-        sentence = float(np.dot(candidate_vectors[i], candidate_vectors[j]))
-        if _similarity(prepared[i], prepared[j], sentence).same_task:
+        if _similarity(prepared[i], prepared[j], float(matrix[i] @ matrix[j])).same_task:
             kept |= {i, j}
     return [(i, similarity) for i, similarity in direct if i in kept]
 
