@@ -190,7 +190,7 @@ def same_task_matches(
 
 _OPENERS = re.compile(
     r"^(?:(?:hey|hi|hello|ok|okay|so|right)[,!.\s]+)?"
-    r"(?:(?:please|pls|plz|kindly|can you|can u|could you|would you|will you|could u|help me|"
+    r"(?:(?:please|pls|plz|kindly|can you|can u|could you|would you|will you|could u|help me with|help me|"
     r"i need you to|i need|i'd like|i want|we need|need|let's|lets)\s+)*",
     re.IGNORECASE,
 )
@@ -199,7 +199,15 @@ _DEICTIC = re.compile(
     r"(?:below|above|attached|pasted|here(?!'s))\b\.?",
     re.IGNORECASE,
 )
-_DETERMINER = re.compile(r"\b(?:this|these|that|those|my|our|today's|this week's)\b", re.IGNORECASE)
+# "that" is left alone: "the letter that goes with my application" is no determiner.
+_DETERMINER = re.compile(r"\b(?:this|these|those|my|our|today's|this week's)\b", re.IGNORECASE)
+# A name says what the task is, not which instance: phrases that carry specifics (a number, a
+# capitalised name: "for Monday to Friday", "for the Block C site", "to ticket 8812") are cut off
+# at the preposition that opens them, and "me" goes from "give me / make me".
+_PREPOSITIONS = frozenset("for to from with in on about at into using against under since during".split())
+_CONJUNCTIONS = frozenset("and or then".split())  # a second clause ("... and tell me if") ends the name
+_UNITS = frozenset("minute minutes min mins hour hours hr hrs day days week weeks month months year years".split())
+_ME_AFTER = re.compile(r"^((?:give|make|get|find|send|show|write|draft|pull|dig up|put together)) me\b", re.IGNORECASE)
 _DANGLING = frozenset(
     "a an the of on for from to with in into about and or by at my our your their this that these each every".split()
 )
@@ -214,6 +222,53 @@ _INTRO = re.compile(r"^(?:from|in|on|for|using|based on|given|with)\b[^,]{0,60},
 _TAIL = re.compile(r"\s*(?:[,;:?!—–(]| - | pls\b| please\b).*$", re.IGNORECASE)
 
 
+def _specific(word: str, position: int) -> bool:
+    """A number, or a capitalised name (not the first word, not an acronym such as "GP")."""
+    bare = word.strip(".,;:!?'\"()")
+    return any(c.isdigit() for c in bare) or (position > 0 and bare[:1].isupper() and not bare.isupper())
+
+
+def _without_specifics(tokens: list[str], words: int) -> list[str]:
+    """The head phrase (numbers and the names they follow dropped: "the Year 10 essay" -> "the
+    essay"), then the prepositional phrases after it, up to the first that carries a specific or
+    would pass ``words``."""
+    cut = next(
+        (
+            k
+            for k in range(1, len(tokens))
+            if tokens[k].lower() in _PREPOSITIONS or (k > 2 and tokens[k].lower() in _CONJUNCTIONS)
+        ),
+        len(tokens),
+    )
+    head: list[str] = []
+    skip_unit = False
+    for k, token in enumerate(tokens[:cut]):
+        if any(c.isdigit() for c in token):
+            if head and _specific(head[-1], len(head) - 1):
+                head.pop()  # "Year 10", "Block 4"
+            skip_unit = True
+            continue
+        if skip_unit and token.lower().strip(".,") in _UNITS:
+            continue
+        skip_unit = False
+        head.append(token)
+    kept = head[:words]
+    if len(head) > words:
+        return kept
+    start = cut
+    while start < len(tokens) and tokens[start].lower() not in _CONJUNCTIONS:
+        end = next(
+            (k for k in range(start + 1, len(tokens)) if tokens[k].lower() in _PREPOSITIONS | _CONJUNCTIONS),
+            len(tokens),
+        )
+        phrase = tokens[start:end]
+        if len(kept) + len(phrase) > words or any(_specific(w, start + n) for n, w in enumerate(phrase)):
+            break
+        kept += phrase
+        start = end
+    return kept
+
+
 def request_core(text: str, words: int = 8) -> str:
     """A request trimmed to its verb-object phrase: no greeting or politeness, no pointer to an
     attachment ("notes below"), no trailing clause; capitalised, at most ``words`` words."""
@@ -223,7 +278,8 @@ def request_core(text: str, words: int = 8) -> str:
     trimmed = _TAIL.sub("", trimmed).strip(" .")
     trimmed = _DETERMINER.sub("the", trimmed)
     trimmed = re.sub(r"\bthe the\b", "the", trimmed)
-    kept = trimmed.split()[:words] or text.split()[:words]
+    trimmed = _ME_AFTER.sub(r"\1", trimmed)
+    kept = _without_specifics(trimmed.split(), words) or text.split()[:words]
     while len(kept) > 2 and kept[-1].lower().strip(".,;:!?") in _DANGLING:
         kept.pop()  # "... on the" / "... for": a cut never ends on a function word
     name = " ".join(kept).rstrip(".,;:!?")

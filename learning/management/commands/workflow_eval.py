@@ -145,4 +145,6 @@ class Command(BaseCommand):
         self.stdout.write(f"shipped thresholds ({thresholds}), all groups, not cross-validated: {_shipped(rows, sims)}")
         held_out = Path(options["held_out"])
         if held_out.exists():
-            self.stdout.write(f"held out ({held_out.name}, {thresholds}, nothing chosen on it): {_shipped(*_load(held_out))}")
+            self.stdout.write(
+                f"held out ({held_out.name}, {thresholds}, nothing chosen on it): {_shipped(*_load(held_out))}"
+            )
