@@ -242,7 +242,7 @@ def _without_specifics(tokens: list[str], words: int) -> list[str]:
     )
     head: list[str] = []
     skip_unit = False
-    for k, token in enumerate(tokens[:cut]):
+    for token in tokens[:cut]:
         if any(c.isdigit() for c in token):
             if head and _specific(head[-1], len(head) - 1):
                 head.pop()  # "Year 10", "Block 4"

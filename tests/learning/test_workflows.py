@@ -66,11 +66,11 @@ def user(db):
 
 
 def test_fresh_paraphrase_groups_form_lookalikes_do_not(embedder):
-    # Measured, not wished: the detection favours precision (see README: 7 of 14 real groups of
-    # the tuning set cross-validated, 4 of 10 held out, no trap). Of these fresh groups, "invoice" and "recipe" form; "minutes" misses
-    # by 0.01 and "standup" loses "commits" to the shared words.
+    # Measured, not wished: the detection favours precision (see README: 7 of 14 real groups of the
+    # tuning set cross-validated, 4 of 10 held out, no trap). Of these fresh groups, "minutes",
+    # "invoice" and "recipe" form; "standup" loses "commits" to the shared words.
     formed = [name for name, texts in FRESH_GROUPS.items() if _forms(embedder, texts)]
-    assert len(formed) >= 2, formed
+    assert len(formed) >= 3, formed
     assert not any(_forms(embedder, texts) for texts in LOOKALIKE_SETS)
 
 
