@@ -10,6 +10,11 @@ embedded on its own (cached) and aligned to its nearest word on the other side (
 the *rest* must still align: two tasks that share their object but differ in what is done with it
 ("summarise / check / rewrite the medication list") fail there. The two thresholds are chosen by
 cross-validation over groups (``python manage.py workflow_eval``).
+
+The sentence cosine is taken *centred*: every request shares a direction ("a request to the
+assistant") that lifts all cosines alike, so the mean embedding of a broad background set of
+messages is subtracted first. That spreads same-task pairs from unrelated ones (ROC AUC over the
+pairs of the sessions data 0.90 -> 0.93) without any fitting to those sessions.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from learning.analyzer.base import AnalyzerInput, WorkflowFinding
 # Chosen with `python manage.py workflow_eval` (group-wise cross-validation on
 # learning/analyzer/data/workflow_sessions.jsonl, with a cost on cross-task matches); see the README.
 RESIDUAL_MIN = 0.36  # the words the requests do not share must still align this well
-SCORE_MIN = 0.7  # residual alignment + sentence cosine
+SENTENCE_MIN = 0.2  # centred cosine of the sentence embeddings
 MIN_MATCHES = 2  # same-task past requests; with the current one, three of a kind
 
 _word_vectors: dict[str, np.ndarray] = {}
@@ -49,6 +54,24 @@ def _document_frequency() -> tuple[Counter[str], int]:
     "write", "need", "give" align with everything and say little about the task."""
     texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
     return Counter(w for t in texts for w in set(content_words(t))), len(texts)
+
+
+@lru_cache(maxsize=1)
+def _centre() -> np.ndarray:
+    """The mean sentence embedding of the background set (computed once per process)."""
+    texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
+    return np.asarray(get_embedder().embed(texts), dtype=np.float32).mean(axis=0)
+
+
+def centred(vectors: np.ndarray) -> np.ndarray:
+    """Sentence embeddings (one or a matrix of rows) with the background mean taken out, renormalised."""
+    shifted = np.asarray(vectors, dtype=np.float32) - _centre()
+    return shifted / np.maximum(np.linalg.norm(shifted, axis=-1, keepdims=True), 1e-12)
+
+
+def centred_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of two sentence embeddings once the background mean is taken out of both."""
+    return float(centred(a) @ centred(b))
 
 
 def _idf(word: str) -> float:
@@ -102,7 +125,7 @@ def _align(sims: np.ndarray, weight_a: np.ndarray, weight_b: np.ndarray) -> floa
 class TaskSimilarity:
     whole: float  # all content words aligned
     residual: float  # the words the two do not share, aligned
-    sentence: float  # cosine of the sentence embeddings
+    sentence: float  # centred cosine of the sentence embeddings (see ``centred``)
 
     @property
     def score(self) -> float:
@@ -110,7 +133,7 @@ class TaskSimilarity:
 
     @property
     def same_task(self) -> bool:
-        return self.residual >= RESIDUAL_MIN and self.score >= SCORE_MIN
+        return self.residual >= RESIDUAL_MIN and self.sentence >= SENTENCE_MIN
 
 
 def _similarity(a: _Prepared, b: _Prepared, sentence: float) -> TaskSimilarity:
@@ -129,11 +152,12 @@ def _similarity(a: _Prepared, b: _Prepared, sentence: float) -> TaskSimilarity:
 
 
 def task_similarity(a: str, b: str, sentence: float | None = None) -> TaskSimilarity:
-    """How alike two requests are as tasks (see the module docstring); ``sentence`` is the cosine of
-    their sentence embeddings when the caller has them (computed here otherwise)."""
+    """How alike two requests are as tasks (see the module docstring); ``sentence`` is the centred
+    cosine of their sentence embeddings (``centred_cosine``) when the caller has them (computed
+    here otherwise)."""
     if sentence is None:
         pair = get_embedder().embed([a, b])
-        sentence = float(pair[0] @ pair[1])
+        sentence = centred_cosine(pair[0], pair[1])
     return _similarity(_prepare(a), _prepare(b), sentence)
 
 
@@ -143,18 +167,21 @@ def same_task_matches(
     """The candidates that are the same kind of task as ``text`` *and* as another such candidate:
     a request counts toward a workflow only inside a triangle of mutual matches, which keeps one
     loose pairwise match from pulling unrelated requests together."""
+    if not candidates:
+        return []
     _vectors(content_words(text) + [w for c in candidates for w in content_words(c)])  # one batch for new words
     prepared = [_prepare(c) for c in candidates]
     own = _prepare(text)
+    matrix = centred(np.vstack(candidate_vectors))
+    sentences = matrix @ centred(vector)
     direct = []
     for index, other in enumerate(prepared):
-        similarity = _similarity(own, other, float(np.dot(vector, candidate_vectors[index])))
+        similarity = _similarity(own, other, float(sentences[index]))
         if similarity.same_task:
             direct.append((index, similarity))
     kept = set()
     for (i, _), (j, _) in itertools.combinations(direct, 2):
-        sentence = float(np.dot(candidate_vectors[i], candidate_vectors[j]))
-        if _similarity(prepared[i], prepared[j], sentence).same_task:
+        if _similarity(prepared[i], prepared[j], float(matrix[i] @ matrix[j])).same_task:
             kept |= {i, j}
     return [(i, similarity) for i, similarity in direct if i in kept]
 
@@ -163,7 +190,7 @@ def same_task_matches(
 
 _OPENERS = re.compile(
     r"^(?:(?:hey|hi|hello|ok|okay|so|right)[,!.\s]+)?"
-    r"(?:(?:please|pls|plz|kindly|can you|can u|could you|would you|will you|could u|help me|"
+    r"(?:(?:please|pls|plz|kindly|can you|can u|could you|would you|will you|could u|help me with|help me|"
     r"i need you to|i need|i'd like|i want|we need|need|let's|lets)\s+)*",
     re.IGNORECASE,
 )
@@ -172,7 +199,15 @@ _DEICTIC = re.compile(
     r"(?:below|above|attached|pasted|here(?!'s))\b\.?",
     re.IGNORECASE,
 )
-_DETERMINER = re.compile(r"\b(?:this|these|that|those|my|our|today's|this week's)\b", re.IGNORECASE)
+# "that" is left alone: "the letter that goes with my application" is no determiner.
+_DETERMINER = re.compile(r"\b(?:this|these|those|my|our|today's|this week's)\b", re.IGNORECASE)
+# A name says what the task is, not which instance: phrases that carry specifics (a number, a
+# capitalised name: "for Monday to Friday", "for the Block C site", "to ticket 8812") are cut off
+# at the preposition that opens them, and "me" goes from "give me / make me".
+_PREPOSITIONS = frozenset("for to from with in on about at into using against under since during".split())
+_CONJUNCTIONS = frozenset("and or then".split())  # a second clause ("... and tell me if") ends the name
+_UNITS = frozenset("minute minutes min mins hour hours hr hrs day days week weeks month months year years".split())
+_ME_AFTER = re.compile(r"^((?:give|make|get|find|send|show|write|draft|pull|dig up|put together)) me\b", re.IGNORECASE)
 _DANGLING = frozenset(
     "a an the of on for from to with in into about and or by at my our your their this that these each every".split()
 )
@@ -187,6 +222,53 @@ _INTRO = re.compile(r"^(?:from|in|on|for|using|based on|given|with)\b[^,]{0,60},
 _TAIL = re.compile(r"\s*(?:[,;:?!—–(]| - | pls\b| please\b).*$", re.IGNORECASE)
 
 
+def _specific(word: str, position: int) -> bool:
+    """A number, or a capitalised name (not the first word, not an acronym such as "GP")."""
+    bare = word.strip(".,;:!?'\"()")
+    return any(c.isdigit() for c in bare) or (position > 0 and bare[:1].isupper() and not bare.isupper())
+
+
+def _without_specifics(tokens: list[str], words: int) -> list[str]:
+    """The head phrase (numbers and the names they follow dropped: "the Year 10 essay" -> "the
+    essay"), then the prepositional phrases after it, up to the first that carries a specific or
+    would pass ``words``."""
+    cut = next(
+        (
+            k
+            for k in range(1, len(tokens))
+            if tokens[k].lower() in _PREPOSITIONS or (k > 2 and tokens[k].lower() in _CONJUNCTIONS)
+        ),
+        len(tokens),
+    )
+    head: list[str] = []
+    skip_unit = False
+    for token in tokens[:cut]:
+        if any(c.isdigit() for c in token):
+            if head and _specific(head[-1], len(head) - 1):
+                head.pop()  # "Year 10", "Block 4"
+            skip_unit = True
+            continue
+        if skip_unit and token.lower().strip(".,") in _UNITS:
+            continue
+        skip_unit = False
+        head.append(token)
+    kept = head[:words]
+    if len(head) > words:
+        return kept
+    start = cut
+    while start < len(tokens) and tokens[start].lower() not in _CONJUNCTIONS:
+        end = next(
+            (k for k in range(start + 1, len(tokens)) if tokens[k].lower() in _PREPOSITIONS | _CONJUNCTIONS),
+            len(tokens),
+        )
+        phrase = tokens[start:end]
+        if len(kept) + len(phrase) > words or any(_specific(w, start + n) for n, w in enumerate(phrase)):
+            break
+        kept += phrase
+        start = end
+    return kept
+
+
 def request_core(text: str, words: int = 8) -> str:
     """A request trimmed to its verb-object phrase: no greeting or politeness, no pointer to an
     attachment ("notes below"), no trailing clause; capitalised, at most ``words`` words."""
@@ -196,7 +278,8 @@ def request_core(text: str, words: int = 8) -> str:
     trimmed = _TAIL.sub("", trimmed).strip(" .")
     trimmed = _DETERMINER.sub("the", trimmed)
     trimmed = re.sub(r"\bthe the\b", "the", trimmed)
-    kept = trimmed.split()[:words] or text.split()[:words]
+    trimmed = _ME_AFTER.sub(r"\1", trimmed)
+    kept = _without_specifics(trimmed.split(), words) or text.split()[:words]
     while len(kept) > 2 and kept[-1].lower().strip(".,;:!?") in _DANGLING:
         kept.pop()  # "... on the" / "... for": a cut never ends on a function word
     name = " ".join(kept).rstrip(".,;:!?")

@@ -65,7 +65,7 @@ def workflow_learn(
                 similarity := detection.task_similarity(
                     message.content,
                     w.example_input or w.trigger_pattern,
-                    sentence=float(np.dot(vector, w.embedding)) if w.embedding is not None else 0.0,
+                    sentence=detection.centred_cosine(vector, w.embedding) if w.embedding is not None else 0.0,
                 )
             ).same_task
         ]

@@ -231,3 +231,24 @@ def test_workflow_sessions(sessions):
         two_of_a_kind = len(rows) == 2 and len(kinds) == 1
         same_words_other_tasks = 3 <= len(rows) <= 4 and len(kinds) == len(rows)
         assert two_of_a_kind or same_words_other_tasks, g
+
+
+def test_held_out_workflow_sessions_are_apart_from_the_tuning_set(sessions):
+    held_out = _load(DATA / "workflow_sessions_heldout.jsonl")
+    groups = defaultdict(list)
+    for s in held_out:
+        assert set(s) == {"group", "kind", "text", "day", "trap"}, s
+        assert re.fullmatch(r"h\d{2}", s["group"]), s  # its own group names: never mixed into the folds
+        assert isinstance(s["day"], int), s
+        assert s["day"] >= 0, s
+        groups[s["group"]].append(s)
+    for g, rows in groups.items():
+        kinds = {r["kind"] for r in rows}
+        if rows[0]["trap"]:
+            assert (len(rows) == 2 and len(kinds) == 1) or (3 <= len(rows) <= 4 and len(kinds) == len(rows)), g
+        else:
+            assert 3 <= len(rows) <= 5, g
+            assert len(kinds) == 1, g
+    tuning = {" ".join(_words(s["text"])) for s in sessions}
+    assert [s["text"] for s in held_out if " ".join(_words(s["text"])) in tuning] == []
+    assert not {s["kind"] for s in held_out if not s["trap"]} & {s["kind"] for s in sessions}

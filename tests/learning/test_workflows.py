@@ -66,11 +66,11 @@ def user(db):
 
 
 def test_fresh_paraphrase_groups_form_lookalikes_do_not(embedder):
-    # Measured, not wished: the detection favours precision (see README: 4-5 of 14 real groups of
-    # the data set, no trap). Of these fresh groups, "invoice" and "recipe" form; "minutes" misses
-    # by 0.01 and "standup" loses "commits" to the shared words.
+    # Measured, not wished: the detection favours precision (see README: 7 of 14 real groups of the
+    # tuning set cross-validated, 4 of 10 held out, no trap). Of these fresh groups, "minutes",
+    # "invoice" and "recipe" form; "standup" loses "commits" to the shared words.
     formed = [name for name, texts in FRESH_GROUPS.items() if _forms(embedder, texts)]
-    assert len(formed) >= 2, formed
+    assert len(formed) >= 3, formed
     assert not any(_forms(embedder, texts) for texts in LOOKALIKE_SETS)
 
 
@@ -111,6 +111,22 @@ def test_names_drop_politeness_pointers_and_trailing_clauses():
         "Summarise the contract"
     )
     assert detection.request_core("Hi! Draft the weekly newsletter — notes below") == "Draft the weekly newsletter"
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        # A name says what the task is, not which instance: numbers and named specifics go.
+        ("Write the weekly update for the Harbour Street project", "Write the weekly update"),
+        ("Give me a 20 minute stretching routine", "Give a stretching routine"),
+        ("Grade the Year 9 quiz against the answer key", "Grade the quiz against the answer key"),
+        ("Look over this contract and tell me what's risky", "Look over the contract"),
+        ("help me with the letter that goes with my complaint", "The letter that goes with the complaint"),
+        ("Send the minutes to the HR team", "Send the minutes to the HR team"),  # an acronym is no name
+    ],
+)
+def test_names_keep_the_task_and_drop_its_specifics(text, name):
+    assert detection.request_core(text) == name
 
 
 def test_preferred_output_is_what_the_user_asked_for():
