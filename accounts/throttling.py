@@ -1,12 +1,12 @@
 """Rate limits: DRF throttles per API key, per user and per anonymous client address, and a
 per-address budget of failed key authentications.
 
-Every throttle counts in the shared cache (Redis in production), one counter per client and
-fixed window of ``THROTTLE_WINDOW_SECONDS``: one cache round trip per throttle and request,
-whatever the rate, where DRF's own ``SimpleRateThrottle`` keeps (and rewrites) a list of every
-request's timestamp. The price of fixed windows: across a window boundary a client may
-briefly reach twice its rate. A throttle that cannot reach the cache lets the request through
-and logs it: a cache outage must not take the API down with it.
+The throttles count in the shared cache (Redis in production), one counter per client and
+fixed window of ``THROTTLE_WINDOW_SECONDS``: one cache round trip per request for all the
+budgets that apply, whatever the rate, where DRF's own ``SimpleRateThrottle`` reads and rewrites
+a list of every request's timestamp, once per throttle. The price of fixed windows: across a
+window boundary a client may briefly reach twice its rate. A throttle that cannot reach the
+cache lets the request through and logs it: a cache outage must not take the API down with it.
 """
 
 from __future__ import annotations
@@ -44,55 +44,54 @@ def client_ip(request) -> str:
     return addrs[-min(num_proxies, len(addrs))]
 
 
-def _count_hit(key: str, window: int) -> int:
-    """Add one hit to a window's counter; the count so far (this hit included)."""
+def _count_hits(keys: list[str], window: int) -> list[int]:
+    """Add one hit to each window counter; the counts so far (this hit included)."""
     cache = caches["default"]
     if isinstance(cache, RedisCache):
-        # One round trip: INCR creates the counter at 1, EXPIRE NX sets its lifetime once.
-        full_key = cache.make_and_validate_key(key)
-        client = cache._cache.get_client(full_key, write=True)
-        pipe = client.pipeline(transaction=False)
-        pipe.incr(full_key)
-        pipe.expire(full_key, window + 1, nx=True)
-        count, _ = pipe.execute()
-        return int(count)
-    if cache.add(key, 1, window + 1):
-        return 1
-    try:
-        return int(cache.incr(key))
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, window + 1)
-        return 1
+        # One round trip for all of them: INCR creates a counter at 1, EXPIRE NX sets its lifetime once.
+        full_keys = [cache.make_and_validate_key(key) for key in keys]
+        pipe = cache._cache.get_client(full_keys[0], write=True).pipeline(transaction=False)
+        for full_key in full_keys:
+            pipe.incr(full_key)
+            pipe.expire(full_key, window + 1, nx=True)
+        return [int(count) for count in pipe.execute()[::2]]
+    counts = []
+    for key in keys:
+        if cache.add(key, 1, window + 1):
+            counts.append(1)
+            continue
+        try:
+            counts.append(int(cache.incr(key)))
+        except ValueError:  # expired between add and incr
+            cache.add(key, 1, window + 1)
+            counts.append(1)
+    return counts
 
 
 class WindowThrottle(BaseThrottle):
-    """A fixed-window request budget per client; subclasses say who the client is and its budget."""
-
-    scope = ""
+    """Fixed-window request budgets: every budget that applies to a request is counted at once,
+    in one cache round trip; the request passes only if it is within all of them."""
 
     def __init__(self) -> None:
         self.retry_after: int | None = None
 
-    def budget(self, request, view) -> tuple[str, int] | None:
-        """The client's identity and its requests per window; None: this throttle does not apply."""
+    def budgets(self, request) -> list[tuple[str, str, int]]:
+        """(scope, client identity, requests per window) of every budget that applies; 0 is no limit."""
         raise NotImplementedError
 
     def allow_request(self, request, view) -> bool:
-        found = self.budget(request, view)
-        if found is None:
-            return True
-        ident, limit = found
-        if limit <= 0:  # 0 switches this limit off
+        budgets = [(scope, ident, limit) for scope, ident, limit in self.budgets(request) if limit > 0]
+        if not budgets:
             return True
         window = throttle_settings.THROTTLE_WINDOW_SECONDS
         now = time.time()
         index = int(now // window)
         try:
-            count = _count_hit(f"throttle:{self.scope}:{ident}:{index}", window)
+            counts = _count_hits([f"throttle:{scope}:{ident}:{index}" for scope, ident, _ in budgets], window)
         except Exception:
-            logger.warning("throttle %s could not reach the cache; request let through", self.scope, exc_info=True)
+            logger.warning("throttle could not reach the cache; request let through", exc_info=True)
             return True
-        if count <= limit:
+        if all(count <= limit for count, (_, _, limit) in zip(counts, budgets, strict=True)):
             return True
         self.retry_after = max(1, int((index + 1) * window - now + 0.999))
         return False
@@ -104,51 +103,38 @@ class WindowThrottle(BaseThrottle):
         return client_ip(request)
 
 
-class ApiKeyRateThrottle(WindowThrottle):
-    """Requests per API key: service keys (the assistant's backend) have a larger budget than user keys."""
+class ApiRateThrottle(WindowThrottle):
+    """The API's request budgets (DRF's ``DEFAULT_THROTTLE_CLASSES``):
 
-    scope = "api_key"
+    - per API key: ``THROTTLE_SERVICE_KEY_REQUESTS`` for service keys (the assistant's backend,
+      posting for all its users), ``THROTTLE_USER_KEY_REQUESTS`` for user keys;
+    - per user, whatever the credential (a session, a user key, or a service key acting for the
+      user with ``X-On-Behalf-Of``; a service key acting as itself has no user): ``THROTTLE_USER_REQUESTS``;
+    - per client address for unauthenticated callers (the schema, the docs): ``THROTTLE_ANON_REQUESTS``.
+    """
 
-    def budget(self, request, view) -> tuple[str, int] | None:
-        actor = getattr(request, "auth", None)
-        if not isinstance(actor, Actor) or actor.api_key is None:
-            return None
-        if actor.api_key.is_service:
-            return str(actor.api_key.pk), throttle_settings.THROTTLE_SERVICE_KEY_REQUESTS
-        return str(actor.api_key.pk), throttle_settings.THROTTLE_USER_KEY_REQUESTS
-
-
-class UserRateThrottle(WindowThrottle):
-    """Requests per user, whatever the credential: a session, a user key, or a service key acting
-    for the user with ``X-On-Behalf-Of``. A service key acting as itself has no user here."""
-
-    scope = "user"
-
-    def budget(self, request, view) -> tuple[str, int] | None:
-        user = Actor.from_request(request).user
-        if user is None:
-            return None
-        return str(user.pk), throttle_settings.THROTTLE_USER_REQUESTS
-
-
-class AnonRateThrottle(WindowThrottle):
-    """Requests per client address for unauthenticated callers (the schema, the docs)."""
-
-    scope = "anon"
-
-    def budget(self, request, view) -> tuple[str, int] | None:
-        if request.user is not None and request.user.is_authenticated:
-            return None
-        return self.get_ident(request), throttle_settings.THROTTLE_ANON_REQUESTS
+    def budgets(self, request) -> list[tuple[str, str, int]]:
+        actor = Actor.from_request(request)
+        budgets = []
+        if actor.api_key is not None:
+            limit = (
+                throttle_settings.THROTTLE_SERVICE_KEY_REQUESTS
+                if actor.api_key.is_service
+                else throttle_settings.THROTTLE_USER_KEY_REQUESTS
+            )
+            budgets.append(("api_key", str(actor.api_key.pk), limit))
+        if actor.user is not None:
+            budgets.append(("user", str(actor.user.pk), throttle_settings.THROTTLE_USER_REQUESTS))
+        if not (request.user is not None and request.user.is_authenticated):
+            budgets.append(("anon", self.get_ident(request), throttle_settings.THROTTLE_ANON_REQUESTS))
+        return budgets
 
 
 class AuthFailureThrottle(WindowThrottle):
     """Failed key authentications per client address (guessing keys); counted by the authenticator."""
 
-    scope = "auth_failure"
-
-    def budget(self, request, view) -> tuple[str, int] | None:
-        return self.get_ident(request), throttle_settings.THROTTLE_AUTH_FAILURES
+    def budgets(self, request) -> list[tuple[str, str, int]]:
+        return [("auth_failure", self.get_ident(request), throttle_settings.THROTTLE_AUTH_FAILURES)]
 
 
 def auth_failure_note(request) -> None:

@@ -145,7 +145,7 @@ def test_throttles_let_requests_through_when_the_cache_is_down(world, settings, 
     def down(*args, **kwargs):
         raise ConnectionError("cache down")
 
-    monkeypatch.setattr(throttling, "_count_hit", down)
+    monkeypatch.setattr(throttling, "_count_hits", down)
     client = world.client("service")
     assert {client.get(ME).status_code for _ in range(3)} == {200}
 
