@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="CACHE_URL (default: the settings' own choice)")
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--users", type=int, default=200)
-    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--top", type=int, default=30, help="functions to list (0: measure only, no profile)")
     args = parser.parse_args()
 
     django_in_scratch(args.pg, args.database, cache=args.cache)
@@ -75,6 +75,8 @@ def main() -> None:
         f"{1000 * wall / args.requests:.3f} ms wall per request; statuses {statuses}"
     )
 
+    if not args.top:
+        return
     profiler = cProfile.Profile()
     profiler.enable()
     for i in range(300 + args.requests, 300 + 2 * args.requests):
