@@ -21,6 +21,7 @@ from accounts.models import ApiKey
 from accounts.selectors import api_key_get_for_raw, api_key_project_ids
 from accounts.services import user_get_or_create_external
 from accounts.tasks import api_key_mark_used_task
+from accounts.throttling import auth_failure_note
 from config.exceptions import AccessDenied
 
 ON_BEHALF_OF_HEADER = "HTTP_X_ON_BEHALF_OF"
@@ -64,13 +65,17 @@ class ApiKeyAuthentication(BaseAuthentication):
         if not parts or parts[0].lower() != self.keyword:
             return None
         if len(parts) != 2:
+            auth_failure_note(request)
             raise exceptions.AuthenticationFailed("Malformed Authorization header: use 'Bearer <api key>'.")
         try:
             raw_key = parts[1].decode("ascii")
         except UnicodeDecodeError as exc:
+            auth_failure_note(request)
             raise exceptions.AuthenticationFailed("Invalid API key.") from exc
         api_key = api_key_get_for_raw(raw_key=raw_key)
         if api_key is None or not api_key.owner.is_active:
+            # Guessing keys costs the guesser: past the address's budget of failures, a 429.
+            auth_failure_note(request)
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
 
         on_behalf_of = request.META.get(ON_BEHALF_OF_HEADER)

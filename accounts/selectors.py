@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 
 from cachetools import TTLCache
+from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.actors import Actor
@@ -13,37 +15,43 @@ from accounts.conf import accounts_settings
 from accounts.models import ApiKey, Project, ProjectMembership, User
 from core.text import digest
 
+logger = logging.getLogger(__name__)
+
 
 def api_key_digest(raw_key: str) -> str:
     """SHA-256 of a raw key: keys are 256-bit random, so a fast digest is the right hash."""
     return digest(raw_key)
 
 
-# Authentication runs on every request; resolving a key (and a service's on-behalf-of
-# user) costs a query each. Both are cached per process for API_KEY_CACHE_SECONDS: a
-# revocation is immediate in the process that made it and reaches the others within
-# that window. Only hits are cached; each caller gets its own copy of the cached rows.
+# Authentication runs on every request; resolving a key (and a service's on-behalf-of user)
+# costs a query each. Resolved keys, with their owner, are kept in the shared cache (Redis in
+# production) for API_KEY_CACHE_SECONDS: revoking a key through accounts.services replaces its
+# entry with a tombstone that a concurrent lookup cannot overwrite (entries are only ever
+# *added*), so a revocation holds at once in every process. A change made behind the service's
+# back (SQL, a deactivated owner) holds within the window. On-behalf-of users are cached per
+# process for the same window. Only hits are cached; each caller gets its own copy.
+_REVOKED = "revoked"
 _cache_lock = threading.Lock()
-_key_cache: TTLCache | None = None
 _user_cache: TTLCache | None = None
 
 
-def _caches() -> tuple[TTLCache, TTLCache] | None:
-    global _key_cache, _user_cache
+def _user_memo() -> TTLCache | None:
+    global _user_cache
     ttl = accounts_settings.API_KEY_CACHE_SECONDS
     if ttl <= 0:
         return None
-    if _key_cache is None or _key_cache.ttl != ttl:
-        _key_cache, _user_cache = TTLCache(maxsize=4096, ttl=ttl), TTLCache(maxsize=65536, ttl=ttl)
-    assert _user_cache is not None
-    return _key_cache, _user_cache
+    if _user_cache is None or _user_cache.ttl != ttl:
+        _user_cache = TTLCache(maxsize=65536, ttl=ttl)
+    return _user_cache
+
+
+def _key_cache_key(hashed_key: str) -> str:
+    return f"apikey:{hashed_key}"
 
 
 def auth_cache_clear() -> None:
-    """Forget every cached key and user (tests, and after bulk changes to keys or users)."""
+    """Forget every on-behalf-of user memoised in this process (tests, and after bulk changes to users)."""
     with _cache_lock:
-        if _key_cache is not None:
-            _key_cache.clear()
         if _user_cache is not None:
             _user_cache.clear()
         if _limit_cache is not None:
@@ -58,28 +66,43 @@ def auth_cache_forget_user(*, external_id: str) -> None:
 
 
 def api_key_cache_forget(*, hashed_key: str) -> None:
-    with _cache_lock:
-        if _key_cache is not None:
-            _key_cache.pop(hashed_key, None)
+    """Make every process resolve this key from the database again (after a revocation)."""
+    ttl = accounts_settings.API_KEY_CACHE_SECONDS
+    try:
+        if ttl > 0:
+            cache.set(_key_cache_key(hashed_key), _REVOKED, ttl)
+        else:
+            cache.delete(_key_cache_key(hashed_key))
+    except Exception:
+        logger.error(
+            "could not invalidate the cached api key %s…; the change holds within %s s",
+            hashed_key[:8],
+            ttl,
+            exc_info=True,
+        )
 
 
 def api_key_get_for_raw(*, raw_key: str) -> ApiKey | None:
     """The active key matching a raw key, with its owner, or None."""
     hashed = api_key_digest(raw_key)
-    with _cache_lock:
-        caches = _caches()
-        cached = caches[0].get(hashed) if caches else None
-    if cached is not None:
-        key = copy.copy(cached)
-        key.owner = copy.copy(cached.owner)
-        return key
+    ttl = accounts_settings.API_KEY_CACHE_SECONDS
+    if ttl > 0:
+        try:
+            cached = cache.get(_key_cache_key(hashed))
+        except Exception:  # the cache is down: resolve from the database, cache nothing
+            logger.warning("api key cache unreachable; resolving from the database", exc_info=True)
+            cached, ttl = None, 0
+        if isinstance(cached, ApiKey):
+            return cached
     try:
         key = ApiKey.objects.select_related("owner").get(hashed_key=hashed, revoked_at__isnull=True)
     except ApiKey.DoesNotExist:
         return None
-    if caches:
-        with _cache_lock:
-            caches[0][hashed] = copy.copy(key)
+    if ttl > 0:
+        try:
+            cache.add(_key_cache_key(hashed), key, ttl)  # never over a tombstone
+        except Exception:
+            logger.warning("api key cache unreachable; key not cached", exc_info=True)
     return key
 
 
@@ -132,14 +155,14 @@ def api_key_list(*, actor: Actor) -> QuerySet[ApiKey]:
 def user_get_by_external_id(*, external_id: str) -> User | None:
     """The user a service names by external id (cached like keys), or None."""
     with _cache_lock:
-        caches = _caches()
-        cached = caches[1].get(external_id) if caches else None
+        memo = _user_memo()
+        cached = memo.get(external_id) if memo is not None else None
     if cached is not None:
         return copy.copy(cached)
     user = User.objects.filter(external_id=external_id).first()
-    if user is not None and caches:
+    if user is not None and memo is not None:
         with _cache_lock:
-            caches[1][external_id] = copy.copy(user)
+            memo[external_id] = copy.copy(user)
     return user
 
 

@@ -2,6 +2,7 @@
 
     .venv/bin/pip install -r bench/requirements.txt
     .venv/bin/python bench/ingest.py [--single 10000] [--bulk 40] [--workers 4] [--concurrency 8]
+        [--cache redis://127.0.0.1:6379/0]
 
 Creates a scratch database (learninglayer_bench), migrates it, starts gunicorn with the
 production settings, and drives it with bench/loadgen.py: single-event POSTs
@@ -29,9 +30,12 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=40, help="bulk requests of --bulk-size events")
     parser.add_argument("--bulk-size", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=6, help="concurrent connections (closed loop)")
+    parser.add_argument("--cache", default="", help="the server's CACHE_URL, e.g. redis://127.0.0.1:6379/7")
     args = parser.parse_args()
 
     env = scratch_environment(args.pg, args.database)
+    if args.cache:
+        env["CACHE_URL"] = args.cache
     key = service_key(env)
     with gunicorn(env, args.port, args.workers, args.threads) as base:
 
@@ -49,7 +53,7 @@ def main() -> None:
 
     print(
         f"gunicorn workers={args.workers} threads={args.threads}, load concurrency={args.concurrency} "
-        f"(bulk: {args.workers}), PostgreSQL, loopback"
+        f"(bulk: {args.workers}), PostgreSQL, loopback, cache {args.cache or 'per process'}, throttling on"
     )
     print(
         f"single: {single['requests']} requests, {single['requests_per_s']} req/s, "

@@ -7,6 +7,7 @@ are the production path; ``config.settings.production`` refuses unsafe defaults.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -211,3 +212,32 @@ CELERY_BEAT_SCHEDULE = {
 
 # Retrieval.
 RETRIEVAL_INDEX_DIR = env.path("RETRIEVAL_INDEX_DIR", default=str(VAR_DIR / "index"))
+
+# --- Rate limits and login lockout (issue 11; owned by accounts/throttling.py) ---------------------
+# API: DRF throttles per API key, per user and per anonymous address, counted in the shared cache;
+# their budgets are tunables (accounts/conf.py: THROTTLE_*, from settings or the environment).
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["accounts.throttling.ApiRateThrottle"]
+# Proxies in front of the service whose X-Forwarded-For is trusted (0: none, REMOTE_ADDR is the
+# client). The per-address limits and the login lockout read the client's address by this rule.
+REST_FRAMEWORK["NUM_PROXIES"] = env.int("NUM_PROXIES", default=0)
+# Password sign-in (the demo login page, the admin, the browsable API's login): django-axes locks a
+# username from an address after AXES_FAILURE_LIMIT failures, for AXES_COOLOFF_MINUTES; an admin
+# lifts it sooner in the admin (Axes › Access attempts) or with `manage.py axes_reset`.
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as axes requires
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=60))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "accounts.throttling.client_ip"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Throttles and key lookups hit the cache on every API request: with Redis, use the backend that
+# reuses its Redis clients (core/cache.py) instead of building one per operation.
+for _cache in CACHES.values():
+    if _cache.get("BACKEND") == "django.core.cache.backends.redis.RedisCache":
+        _cache["BACKEND"] = "core.cache.RedisCache"
+# --- end of rate limits and login lockout ------------------------------------------------------------

@@ -14,3 +14,10 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 import tempfile  # noqa: E402
 
 RETRIEVAL_INDEX_DIR = tempfile.mkdtemp(prefix="learninglayer-index-")
+
+# Rate limits far above what any test sends; the throttle tests lower them with override_settings.
+THROTTLE_SERVICE_KEY_REQUESTS = 1_000_000
+THROTTLE_USER_KEY_REQUESTS = 1_000_000
+THROTTLE_USER_REQUESTS = 1_000_000
+THROTTLE_ANON_REQUESTS = 1_000_000
+THROTTLE_AUTH_FAILURES = 1_000_000

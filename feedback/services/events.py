@@ -202,9 +202,12 @@ def event_build(actor: Actor, data: EventInput, lookups: EventLookups) -> Feedba
     )
 
 
-def event_replay(existing: FeedbackEvent, attempted: FeedbackEvent) -> EventWrite:
-    """The original event for a repeated key, or a conflict if the payload changed."""
+def event_replay(existing: FeedbackEvent, attempted: FeedbackEvent, *, ignoring: Sequence[str] = ()) -> EventWrite:
+    """The original event for a repeated key, or a conflict if the payload changed (``ignoring``:
+    fields the writer itself filled in differently on each attempt, such as a fresh row's id)."""
     for name in COMPARED_FIELDS:
+        if name in ignoring:
+            continue
         if getattr(existing, name) != getattr(attempted, name):
             raise Conflict(
                 f"idempotency_key {existing.idempotency_key!r} was already used for a different event "
@@ -214,7 +217,7 @@ def event_replay(existing: FeedbackEvent, attempted: FeedbackEvent) -> EventWrit
     return EventWrite(event=existing, created=False)
 
 
-def event_record(*, actor: Actor, data: EventInput) -> EventWrite:
+def event_record(*, actor: Actor, data: EventInput, replay_ignoring: Sequence[str] = ()) -> EventWrite:
     """Append one event to the stream (or return the original for a repeated idempotency key)."""
     event = event_build(actor, data, EventLookups(actor, [data]))
     # Insert first: a repeated key is the rare case, so it costs the round trip, not every write.
@@ -226,7 +229,7 @@ def event_record(*, actor: Actor, data: EventInput) -> EventWrite:
         existing = FeedbackEvent.objects.filter(writer=event.writer, idempotency_key=event.idempotency_key).first()
         if existing is None:
             raise
-        return event_replay(existing, event)
+        return event_replay(existing, event, ignoring=replay_ignoring)
     return EventWrite(event=event, created=True)
 
 

@@ -9,7 +9,14 @@ from config.exceptions import ApplicationError, Conflict
 from core.ids import parse_uuid
 from feedback.conf import feedback_settings
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
-from feedback.services.events import EventInput, EventLookups, event_build, event_record, json_size
+from feedback.services.events import (
+    EventInput,
+    EventLookups,
+    event_build,
+    event_record,
+    event_replay,
+    json_size,
+)
 
 
 def task_feedback_record(
@@ -62,10 +69,7 @@ def task_feedback_record(
     if idempotency_key:
         existing = FeedbackEvent.objects.filter(writer=draft.writer, idempotency_key=idempotency_key).first()
         if existing is not None:
-            feedback = TaskFeedback.objects.filter(pk=existing.source_record_id).first()
-            if feedback is None or existing.source_table != data.source_table:
-                raise Conflict("idempotency_key was already used for another event.", field="idempotency_key")
-            return feedback, False
+            return _task_feedback_replay(existing, draft)
 
     with transaction.atomic():
         feedback = TaskFeedback.objects.create(
@@ -77,13 +81,28 @@ def task_feedback_record(
             completed=completed,
         )
         data.source_record_id = str(feedback.pk)
-        write = event_record(actor=actor, data=data)
+        # A concurrent identical retry may have stored its rating first: its event names its own
+        # row, so the row id is the one field that may differ from ours.
+        write = event_record(actor=actor, data=data, replay_ignoring=REPLAY_IGNORING)
         if not write.created:
-            # Lost a race with a retry carrying the same key: keep theirs, drop ours.
+            # Lost the race to a retry carrying the same key: keep theirs, drop ours.
             transaction.set_rollback(True)
     if not write.created:
-        return TaskFeedback.objects.get(pk=write.event.source_record_id), False
+        return _task_feedback_replay(write.event, draft)
     return feedback, True
+
+
+REPLAY_IGNORING = ("source_record_id",)
+
+
+def _task_feedback_replay(existing: FeedbackEvent, draft: FeedbackEvent) -> tuple[TaskFeedback, bool]:
+    """The rating an earlier request stored under the same idempotency key, if it is the same rating."""
+    event_replay(existing, draft, ignoring=REPLAY_IGNORING)  # a different payload is a conflict
+    pk = parse_uuid(existing.source_record_id)
+    feedback = TaskFeedback.objects.filter(pk=pk).first() if pk else None
+    if feedback is None:
+        raise Conflict("idempotency_key was already used for another event.", field="idempotency_key")
+    return feedback, False
 
 
 def task_feedback_set_promoted(*, feedback_id: str, promoted: bool) -> TaskFeedback:

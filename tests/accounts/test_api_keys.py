@@ -6,12 +6,13 @@ import io
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey, User
-from accounts.selectors import api_key_digest, auth_cache_clear
+from accounts.selectors import api_key_digest
 from accounts.services import api_key_create, api_key_revoke
 from accounts.tasks import api_key_mark_used_task
 from tests.conftest import bearer_client
@@ -102,15 +103,55 @@ def test_on_behalf_of_users_are_cached_too(world, django_assert_num_queries):
         assert client.get(ME).json()["user_id"] == world.member.pk
 
 
-def test_a_revocation_elsewhere_applies_once_the_cache_window_ends(world):
+def test_a_revocation_holds_at_once_for_a_cached_key(world, django_assert_num_queries):
+    key, raw = api_key_create(owner=world.owner, name="laptop")
+    client = bearer_client(raw)
+    assert client.get(ME).status_code == 200
+    with django_assert_num_queries(0):
+        assert client.get(ME).status_code == 200  # resolved from the shared cache, as every worker would
+    api_key_revoke(api_key=key)
+    assert client.get(ME).status_code == 401
+
+
+def test_a_revocation_through_the_api_holds_at_once(world):
+    key, raw = api_key_create(owner=world.owner, name="laptop")
+    client = bearer_client(raw)
+    assert client.get(ME).status_code == 200
+    assert world.client("owner").post(f"{KEYS}/{key.pk}/revoke").status_code == 200
+    assert client.get(ME).status_code == 401
+
+
+def test_a_lookup_racing_a_revocation_cannot_cache_the_revoked_key(world):
+    key, raw = api_key_create(owner=world.owner, name="laptop")
+    # A lookup read the row just before the revocation committed, and stores it just after.
+    stale = ApiKey.objects.select_related("owner").get(pk=key.pk)
+    api_key_revoke(api_key=key)
+    cache.add(f"apikey:{key.hashed_key}", stale, 60)
+    assert bearer_client(raw).get(ME).status_code == 401
+
+
+def test_a_change_behind_the_services_back_holds_once_the_cache_window_ends(world):
     key, raw = api_key_create(owner=world.owner, name="laptop")
     assert bearer_client(raw).get(ME).status_code == 200
-    # Another process revokes it: this process still trusts its cached copy, for at most
+    # Revoked by SQL, not through the service: the cached copy serves for at most
     # API_KEY_CACHE_SECONDS; the window ending is what clearing the cache stands for here.
     ApiKey.objects.filter(pk=key.pk).update(revoked_at="2026-01-01T00:00:00Z")
     assert bearer_client(raw).get(ME).status_code == 200
-    auth_cache_clear()
+    cache.clear()
     assert bearer_client(raw).get(ME).status_code == 401
+
+
+def test_keys_still_authenticate_when_the_cache_is_down(world, monkeypatch):
+    def down(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    for method in ("get", "add", "set", "delete"):
+        monkeypatch.setattr(cache, method, down)
+    assert world.client("owner").get(ME).json()["user_id"] == world.owner.pk
+    key = ApiKey.objects.get(owner=world.owner)
+    api_key_revoke(api_key=key)  # the row is revoked even though the cache cannot be told
+    assert ApiKey.objects.get(pk=key.pk).revoked_at is not None
+    assert world.client("owner").get(ME).status_code == 401
 
 
 def test_cache_can_be_switched_off(world, settings, django_assert_num_queries):

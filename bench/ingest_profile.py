@@ -1,0 +1,93 @@
+"""Where a single-event POST spends its CPU: the production WSGI stack, in this process, on PostgreSQL.
+
+    PYTHONPATH=$PWD .venv/bin/python bench/ingest_profile.py [--requests 3000] [--cache redis://127.0.0.1:6379/7]
+
+Creates a scratch database, migrates it, then calls the WSGI application directly (no socket, no
+gunicorn) with the body bench/loadgen.py sends: first to measure CPU milliseconds per request
+(process time, which other load on the machine disturbs far less than wall-clock figures), then
+under cProfile to print the functions that cost the most. Throttling is on as configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import time
+import uuid
+
+from harness import django_in_scratch
+from loadgen import single_body
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
+    parser.add_argument("--database", default="learninglayer_profile")
+    parser.add_argument("--cache", default=None, help="CACHE_URL (default: the settings' own choice)")
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--users", type=int, default=200)
+    parser.add_argument("--top", type=int, default=30, help="functions to list (0: measure only, no profile)")
+    args = parser.parse_args()
+
+    django_in_scratch(args.pg, args.database, cache=args.cache)
+    from django.core.wsgi import get_wsgi_application
+
+    from accounts.models import ApiKey, User
+    from accounts.services import api_key_create
+
+    _, raw = api_key_create(owner=User.objects.get(username="bench"), name="profile", kind=ApiKey.Kind.SERVICE)
+    app = get_wsgi_application()
+    run = uuid.uuid4().hex[:8]
+    statuses: dict[str, int] = {}
+
+    def start_response(status: str, headers: list) -> None:
+        code = status.split()[0]
+        statuses[code] = statuses.get(code, 0) + 1
+
+    def post(i: int) -> None:
+        body = single_body(i, run)
+        environ = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/api/v1/feedback/events",
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000",
+            "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_HOST": "127.0.0.1",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_AUTHORIZATION": f"Bearer {raw}",
+            "HTTP_X_ON_BEHALF_OF": f"bench-user-{i % args.users}",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.url_scheme": "http",
+        }
+        b"".join(app(environ, start_response))
+
+    for i in range(300):  # warm: users created, caches filled, connections open
+        post(i)
+    cpu, wall = time.process_time(), time.perf_counter()
+    for i in range(300, 300 + args.requests):
+        post(i)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    print(
+        f"{args.requests} single-event POSTs in process: {1000 * cpu / args.requests:.3f} ms CPU per request, "
+        f"{1000 * wall / args.requests:.3f} ms wall per request; statuses {statuses}"
+    )
+
+    if not args.top:
+        return
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for i in range(300 + args.requests, 300 + 2 * args.requests):
+        post(i)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("tottime").print_stats(args.top)
+    stats.sort_stats("cumulative").print_stats(args.top)
+    print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()
