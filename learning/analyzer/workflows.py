@@ -14,7 +14,6 @@ cross-validation over groups (``python manage.py workflow_eval``).
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -151,11 +150,19 @@ def same_task_matches(
         similarity = _similarity(own, other, float(np.dot(vector, candidate_vectors[index])))
         if similarity.same_task:
             direct.append((index, similarity))
-    kept = set()
-    for (i, _), (j, _) in itertools.combinations(direct, 2):
-        sentence = float(np.dot(candidate_vectors[i], candidate_vectors[j]))
-        if _similarity(prepared[i], prepared[j], sentence).same_task:
-            kept |= {i, j}
+    # The similarity is symmetric, so a candidate is kept once one partner is found: a window of
+    # many same-task requests costs one comparison each instead of one per pair.
+    kept: set[int] = set()
+    for i, _ in direct:
+        if i in kept:
+            continue
+        for j, _ in direct:
+            if j == i:
+                continue
+            sentence = float(np.dot(candidate_vectors[i], candidate_vectors[j]))
+            if _similarity(prepared[i], prepared[j], sentence).same_task:
+                kept |= {i, j}
+                break
     return [(i, similarity) for i, similarity in direct if i in kept]
 
 
