@@ -9,6 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -29,7 +31,7 @@ from learning.analyzer.workflows import prompt_categories, same_task_matches
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
-from learning.selectors import PATTERN_WINDOW_ROWS, pattern_window, recent_messages
+from learning.selectors import PATTERN_WINDOW_ROWS, pattern_window, recent_messages, unanalyzed_message_ids
 from learning.services.common import message_event_record
 from learning.services.memories import memory_remember
 from learning.services.preferences import preference_embed_missing, preference_learn, preference_text
@@ -154,11 +156,62 @@ def _observe(
     return message, context
 
 
+def _queued_key() -> str:
+    return f"learning:analysis-queued:{settings.CELERY_TASK_DEFAULT_QUEUE}"
+
+
+# A queued analysis task that has not started yet will claim every message waiting when it does:
+# a message stored meanwhile needs no task of its own. The mark expires on its own, so a task the
+# broker lost holds nothing up for long (and the sweep finds what it left).
+ANALYSIS_QUEUED_SECONDS = 10
+
+
 def _enqueue_analysis(message_id: str) -> None:
+    """Queue the analysis of a stored message, unless a queued task that has not started yet will
+    claim it anyway: under load one task drains a batch instead of one task per message."""
+    key = _queued_key()
+    try:
+        if not cache.add(key, message_id, timeout=ANALYSIS_QUEUED_SECONDS):
+            return
+    except Exception:
+        logger.warning("no cache to coalesce analysis tasks; queueing one for message %s", message_id, exc_info=True)
     try:
         tasks.analyze_message.delay(message_id)
     except Exception:
+        _analysis_dequeued()
         logger.warning("could not enqueue analysis of message %s; the sweep will retry", message_id, exc_info=True)
+
+
+def _analysis_dequeued() -> None:
+    try:
+        cache.delete(_queued_key())
+    except Exception:
+        logger.warning("could not clear the queued-analysis mark", exc_info=True)
+
+
+def analysis_run(*, first_id: str) -> int:
+    """What an analysis task does: claim a batch of waiting messages (``first_id`` first if it
+    waits) and analyse it; returns how many were analysed. Messages stored from the moment it
+    starts queue a new task; after a full batch, the next is queued (oldest first: it claims them)."""
+    _analysis_dequeued()
+    limit = learning_settings.ANALYSIS_BATCH_SIZE
+    ids = messages_claim(first_id=first_id, limit=limit)
+    if not ids:
+        return 0
+    analysed = len(messages_analyze(message_ids=ids))
+    if len(ids) == limit:
+        _enqueue_analysis(first_id)
+    return analysed
+
+
+def analysis_sweep(*, older_than_seconds: int) -> int:
+    """Queue analysis for messages whose own task never ran (the broker was down when they came):
+    one task, which claims the oldest first and queues the next batch while any are left."""
+    ids = unanalyzed_message_ids(older_than_seconds=older_than_seconds)
+    if ids:
+        _analysis_dequeued()  # a mark left by a task the broker lost must not hold this one back
+        _enqueue_analysis(ids[0])
+    return len(ids)
 
 
 def _pattern_prune(user_id: int) -> int:
