@@ -70,6 +70,12 @@ def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
     return known
 
 
+def words_embed(texts: Sequence[str]) -> None:
+    """Embed the content words of these texts not embedded yet, in one pass (they are cached): a
+    batch of requests then needs no model call of its own when it is compared word by word."""
+    _vectors([w for text in texts for w in content_words(text)])
+
+
 @dataclass(frozen=True)
 class _Prepared:
     """A request's content words, their stems, embeddings (rows) and IDF weights."""

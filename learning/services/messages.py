@@ -27,7 +27,7 @@ from learning.analyzer.base import (
     AnalyzerInput,
     SimilarPrompt,
 )
-from learning.analyzer.workflows import prompt_categories, same_task_matches
+from learning.analyzer.workflows import prompt_categories, same_task_matches, words_embed
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
@@ -313,6 +313,7 @@ def _inputs(
     the stored ones (read once per user) and those of the batch's earlier messages, embedded just now."""
     patterns = {p.message_id: p for p in PromptPattern.objects.filter(message_id__in=[m.pk for m in messages])}
     windows = {user_id: pattern_window(user_id=user_id) for user_id in {m.user_id for m in messages}}
+    words_embed([m.content for m in messages] + [p.prompt_summary for w in windows.values() for p in w])
     items: list[AnalyzerInput] = []
     similar_patterns: list[list[PromptPattern]] = []
     earlier: dict[Any, str] = {}
