@@ -84,6 +84,27 @@ class OpenAIEmbedder:
         return self.embed([text])[0]
 
 
+class KnownVectors:
+    """An embedder that answers the texts whose vectors the caller already holds (stored with the
+    messages, or computed earlier in the same batch) and embeds only the others, in one pass."""
+
+    def __init__(self, embedder: LocalEmbedder | OpenAIEmbedder, known: dict[str, np.ndarray]) -> None:
+        self.embedder = embedder
+        self.dimensions = embedder.dimensions
+        self.known = known
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        missing = [text for text in dict.fromkeys(texts) if text not in self.known]
+        if missing:
+            self.known.update(zip(missing, self.embedder.embed(missing), strict=True))
+        return np.vstack([self.known[text] for text in texts]).astype(np.float32)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
 @lru_cache(maxsize=1)
 def _local() -> LocalEmbedder:
     return LocalEmbedder()

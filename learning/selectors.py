@@ -104,10 +104,17 @@ def message_get(*, message_id: str) -> ChatMessage | None:
 
 def recent_messages(*, message: ChatMessage, limit: int = 4) -> list[ChatMessage]:
     """The messages of the same session just before this one, oldest first."""
-    earlier = ChatMessage.objects.filter(
-        user_id=message.user_id, session_id=message.session_id, created_at__lt=message.created_at
-    ).order_by("-created_at")[:limit]
+    earlier = (
+        ChatMessage.objects.filter(
+            user_id=message.user_id, session_id=message.session_id, created_at__lt=message.created_at
+        )
+        .only("id", "role", "content", "created_at")
+        .order_by("-created_at")[:limit]
+    )
     return list(reversed(earlier))
+
+
+PATTERN_WINDOW_ROWS = 100  # the newest embedded prompts a new one is compared with
 
 
 def pattern_window(*, user_id: int, exclude_message_id: UUID | None = None) -> list[PromptPattern]:
@@ -115,7 +122,7 @@ def pattern_window(*, user_id: int, exclude_message_id: UUID | None = None) -> l
     qs = PromptPattern.objects.filter(user_id=user_id, embedding__isnull=False).order_by("-created_at")
     if exclude_message_id is not None:
         qs = qs.exclude(message_id=exclude_message_id)
-    return list(qs.only("id", "prompt_summary", "created_at", "embedding", "message_id")[:100])
+    return list(qs.only("id", "prompt_summary", "created_at", "embedding", "message_id")[:PATTERN_WINDOW_ROWS])
 
 
 def unanalyzed_message_ids(*, older_than_seconds: int, limit: int = 500) -> list[str]:

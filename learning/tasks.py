@@ -6,7 +6,6 @@ from celery import shared_task
 from django.db import OperationalError
 
 from learning.conf import learning_settings
-from learning.selectors import unanalyzed_message_ids
 from learning.services import messages, preferences
 
 
@@ -20,17 +19,13 @@ from learning.services import messages, preferences
 def analyze_message(message_id: str) -> int:
     """Analyse this message, with other waiting ones in the same batch (one embedding pass
     for all of them); a missing or already analysed message is a no-op. Returns how many ran."""
-    ids = messages.messages_claim(first_id=message_id, limit=learning_settings.ANALYSIS_BATCH_SIZE)
-    return len(messages.messages_analyze(message_ids=ids)) if ids else 0
+    return messages.analysis_run(first_id=message_id)
 
 
 @shared_task(name="learning.analyze_pending_messages", ignore_result=True)
 def analyze_pending_messages() -> int:
     """Re-enqueue messages whose analysis never ran (e.g. the broker was down when they arrived)."""
-    ids = unanalyzed_message_ids(older_than_seconds=learning_settings.ANALYSIS_SWEEP_AFTER_SECONDS)
-    for message_id in ids:
-        analyze_message.delay(message_id)
-    return len(ids)
+    return messages.analysis_sweep(older_than_seconds=learning_settings.ANALYSIS_SWEEP_AFTER_SECONDS)
 
 
 @shared_task(name="learning.preferences_decay", ignore_result=True)

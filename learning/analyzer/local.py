@@ -55,13 +55,14 @@ class LocalAnalyzer:
         texts = [item.current_message for item in items]
         return self.analyze_embedded(items, self.embedder.embed(texts))
 
-    def analyze_embedded(self, items: list[AnalyzerInput], vectors: np.ndarray) -> list[Analysis]:
-        """Analyse messages whose embeddings the caller already has (the task stores them)."""
+    def analyze_embedded(self, items: list[AnalyzerInput], vectors: np.ndarray, embedder: Any = None) -> list[Analysis]:
+        """Analyse messages whose embeddings the caller already has (the task stores them);
+        ``embedder``: one that knows the vectors of earlier turns too (core.embeddings.KnownVectors)."""
         if not items:
             return []
         m = self.models
         turns = [turn_from_context(item.current_message, item.recent_context) for item in items]
-        embedded = embed_turns(self.embedder, turns, text_vectors=vectors)
+        embedded = embed_turns(embedder or self.embedder, turns, text_vectors=vectors)
         texts = [t.text for t in turns]
         type_probs = m.type_model.predict_proba(m.features(turns, embedded))
         steering = m.steering.probabilities(texts, vectors)

@@ -19,7 +19,6 @@ pairs of the sessions data 0.90 -> 0.93) without any fitting to those sessions.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -92,6 +91,12 @@ def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
             _word_vectors.update(fresh)
         known.update(fresh)
     return known
+
+
+def words_embed(texts: Sequence[str]) -> None:
+    """Embed the content words of these texts not embedded yet, in one pass (they are cached): a
+    batch of requests then needs no model call of its own when it is compared word by word."""
+    _vectors([w for text in texts for w in content_words(text)])
 
 
 @dataclass(frozen=True)
@@ -179,10 +184,19 @@ def same_task_matches(
         similarity = _similarity(own, other, float(sentences[index]))
         if similarity.same_task:
             direct.append((index, similarity))
-    kept = set()
-    for (i, _), (j, _) in itertools.combinations(direct, 2):
-        if _similarity(prepared[i], prepared[j], float(matrix[i] @ matrix[j])).same_task:
-            kept |= {i, j}
+    # The similarity is symmetric, so a candidate is kept once one partner is found: a window of
+    # many same-task requests costs one comparison each instead of one per pair.
+    kept: set[int] = set()
+    for i, _ in direct:
+        if i in kept:
+            continue
+        for j, _ in direct:
+            if j == i:
+                continue
+            sentence = float(matrix[i] @ matrix[j])
+            if _similarity(prepared[i], prepared[j], sentence).same_task:
+                kept |= {i, j}
+                break
     return [(i, similarity) for i, similarity in direct if i in kept]
 
 

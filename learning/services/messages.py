@@ -9,13 +9,15 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
-from core.embeddings import get_embedder
+from core.embeddings import KnownVectors, get_embedder
 from core.text import digest, summarize, words
 from feedback.models import EventFamily, Signal
 from learning import tasks
@@ -25,14 +27,14 @@ from learning.analyzer.base import (
     AnalyzerInput,
     SimilarPrompt,
 )
-from learning.analyzer.workflows import prompt_categories, same_task_matches
+from learning.analyzer.workflows import prompt_categories, same_task_matches, words_embed
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
-from learning.selectors import pattern_window, recent_messages
+from learning.selectors import PATTERN_WINDOW_ROWS, pattern_window, recent_messages, unanalyzed_message_ids
 from learning.services.common import message_event_record
 from learning.services.memories import memory_remember
-from learning.services.preferences import preference_learn, preference_prepare
+from learning.services.preferences import preference_embed_missing, preference_learn, preference_text
 from learning.services.taste import taste_pattern_stop
 from learning.services.taste_rules import asks_to_stop
 from learning.services.usages import usages_record
@@ -154,11 +156,62 @@ def _observe(
     return message, context
 
 
+def _queued_key() -> str:
+    return f"learning:analysis-queued:{settings.CELERY_TASK_DEFAULT_QUEUE}"
+
+
+# A queued analysis task that has not started yet will claim every message waiting when it does:
+# a message stored meanwhile needs no task of its own. The mark expires on its own, so a task the
+# broker lost holds nothing up for long (and the sweep finds what it left).
+ANALYSIS_QUEUED_SECONDS = 10
+
+
 def _enqueue_analysis(message_id: str) -> None:
+    """Queue the analysis of a stored message, unless a queued task that has not started yet will
+    claim it anyway: under load one task drains a batch instead of one task per message."""
+    key = _queued_key()
+    try:
+        if not cache.add(key, message_id, timeout=ANALYSIS_QUEUED_SECONDS):
+            return
+    except Exception:
+        logger.warning("no cache to coalesce analysis tasks; queueing one for message %s", message_id, exc_info=True)
     try:
         tasks.analyze_message.delay(message_id)
     except Exception:
+        _analysis_dequeued()
         logger.warning("could not enqueue analysis of message %s; the sweep will retry", message_id, exc_info=True)
+
+
+def _analysis_dequeued() -> None:
+    try:
+        cache.delete(_queued_key())
+    except Exception:
+        logger.warning("could not clear the queued-analysis mark", exc_info=True)
+
+
+def analysis_run(*, first_id: str) -> int:
+    """What an analysis task does: claim a batch of waiting messages (``first_id`` first if it
+    waits) and analyse it; returns how many were analysed. Messages stored from the moment it
+    starts queue a new task; after a full batch, the next is queued (oldest first: it claims them)."""
+    _analysis_dequeued()
+    limit = learning_settings.ANALYSIS_BATCH_SIZE
+    ids = messages_claim(first_id=first_id, limit=limit)
+    if not ids:
+        return 0
+    analysed = len(messages_analyze(message_ids=ids))
+    if len(ids) == limit:
+        _enqueue_analysis(first_id)
+    return analysed
+
+
+def analysis_sweep(*, older_than_seconds: int) -> int:
+    """Queue analysis for messages whose own task never ran (the broker was down when they came):
+    one task, which claims the oldest first and queues the next batch while any are left."""
+    ids = unanalyzed_message_ids(older_than_seconds=older_than_seconds)
+    if ids:
+        _analysis_dequeued()  # a mark left by a task the broker lost must not hold this one back
+        _enqueue_analysis(ids[0])
+    return len(ids)
 
 
 def _pattern_prune(user_id: int) -> int:
@@ -217,48 +270,20 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
         )
         return {}
 
-    # Model work outside any transaction: one forward pass for the whole batch.
-    vectors = get_embedder().embed([m.content for m in messages])
+    # Model work outside any transaction: one forward pass for the batch's messages, one for the
+    # context turns no stored vector covers, one for the preferences found.
+    embedder = get_embedder()
+    vectors = embedder.embed([m.content for m in messages])
     categories = prompt_categories(vectors)
-    analyzer = get_analyzer()
-    results: dict[str, Analysis] = {}
-    for message, vector, category in zip(messages, vectors, categories, strict=True):
-        # The window is read per message, so a batch sees its own earlier messages.
-        similar: list[SimilarPrompt] = []
-        similar_patterns: list[PromptPattern] = []
-        now = timezone.now()
-        # Same task, whatever the wording: see learning.analyzer.workflows.
-        window = [
-            (p, p.embedding)
-            for p in pattern_window(user_id=message.user_id, exclude_message_id=message.pk)
-            if p.embedding is not None
-        ]
-        texts, window_vectors = [p.prompt_summary for p, _ in window], [e for _, e in window]
-        for index, _ in same_task_matches(message.content, texts, vector, window_vectors):
-            pattern, embedding = window[index]
-            similarity = float(np.dot(vector, embedding))
-            similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))
-            similar_patterns.append(pattern)
-        similar.sort(key=lambda p: -p.similarity)
-        data = AnalyzerInput(
-            current_message=message.content,
-            similar_past_prompts=similar[:10],
-            match_count=len(similar),
-            recent_context=[{"role": m.role, "content": m.content[:2000]} for m in recent_messages(message=message)],
-        )
-        # The local analyzer takes the vector just computed instead of embedding the message again.
-        analyze_embedded = getattr(analyzer, "analyze_embedded", None)
-        if analyze_embedded is not None:
-            analysis = analyze_embedded([data], vector.reshape(1, -1))[0]
-        else:
-            analysis = analyzer.analyze(data)
+    items, similar_patterns, earlier = _inputs(messages, vectors)
+    known = KnownVectors(embedder, _known_vectors(messages, vectors, earlier))
+    analyses = _analyses(items, vectors, known)
+    preference_vectors = _preference_vectors(messages, analyses, known)
 
-        # The preference's own embedding too, before any lock is taken.
-        preference_vector = (
-            preference_prepare(user=message.user, description=analysis.preference.description)
-            if analysis.preference is not None and not analysis.steering
-            else None
-        )
+    results: dict[str, Analysis] = {}
+    for message, vector, category, analysis, past, preference_vector in zip(
+        messages, vectors, categories, analyses, similar_patterns, preference_vectors, strict=True
+    ):
         with transaction.atomic():
             locked = (
                 ChatMessage.objects.select_for_update(of=("self",)).select_related("user", "project").get(pk=message.pk)
@@ -268,7 +293,7 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
             PromptPattern.objects.filter(message_id=message.pk).update(
                 embedding=vector.astype(np.float32).tobytes(), prompt_category=category
             )
-            locked.learned = _apply(locked, analysis, vector, similar_patterns, preference_vector)
+            locked.learned = _apply(locked, analysis, vector, past, preference_vector)
             locked.analyzed_at = timezone.now()
             locked.analysis = analysis.as_dict()
             locked.save(update_fields=["analyzed_at", "analysis", "learned"])
@@ -276,6 +301,91 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     for user_id in {m.user_id for m in messages}:
         _pattern_prune(user_id)
     return results
+
+
+def _inputs(
+    messages: list[ChatMessage], vectors: np.ndarray
+) -> tuple[list[AnalyzerInput], list[list[PromptPattern]], dict[Any, str]]:
+    """What the analyzer reads about each message, the past requests of the same task, and the
+    user's earlier turns in the conversations read (id: content).
+
+    Each message's window is the user's embedded prompt patterns as they stand when it is applied:
+    the stored ones (read once per user) and those of the batch's earlier messages, embedded just now."""
+    patterns = {p.message_id: p for p in PromptPattern.objects.filter(message_id__in=[m.pk for m in messages])}
+    windows = {user_id: pattern_window(user_id=user_id) for user_id in {m.user_id for m in messages}}
+    words_embed([m.content for m in messages] + [p.prompt_summary for w in windows.values() for p in w])
+    items: list[AnalyzerInput] = []
+    similar_patterns: list[list[PromptPattern]] = []
+    earlier: dict[Any, str] = {}
+    for message, vector in zip(messages, vectors, strict=True):
+        now = timezone.now()
+        window = [p for p in windows[message.user_id] if p.message_id != message.pk]
+        texts, window_vectors = [p.prompt_summary for p in window], [p.embedding for p in window]
+        similar: list[SimilarPrompt] = []
+        past: list[PromptPattern] = []
+        # Same task, whatever the wording: see learning.analyzer.workflows.
+        for index, _ in same_task_matches(message.content, texts, vector, window_vectors):
+            pattern = window[index]
+            similarity = float(np.dot(vector, pattern.embedding))
+            similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))
+            past.append(pattern)
+        similar.sort(key=lambda p: -p.similarity)
+        recent = recent_messages(message=message)
+        earlier.update((m.pk, m.content) for m in recent if m.role == ChatMessage.Role.USER)
+        items.append(
+            AnalyzerInput(
+                current_message=message.content,
+                similar_past_prompts=similar[:10],
+                match_count=len(similar),
+                recent_context=[{"role": m.role, "content": m.content[:2000]} for m in recent],
+            )
+        )
+        similar_patterns.append(past)
+        own = patterns.get(message.pk)
+        if own is not None:  # embedded when this message is applied: in the window of the next ones
+            own.embedding = vector
+            windows[message.user_id] = sorted(
+                [own, *windows[message.user_id]], key=lambda p: p.created_at, reverse=True
+            )[:PATTERN_WINDOW_ROWS]
+    return items, similar_patterns, earlier
+
+
+def _known_vectors(messages: list[ChatMessage], vectors: np.ndarray, earlier: dict[Any, str]) -> dict[str, np.ndarray]:
+    """Vectors the analyzer would otherwise compute again for the conversation it reads: the
+    batch's messages and the user's earlier turns, whose embedding is stored with their prompt
+    (each the vector of the message's whole content, so it serves only that very text)."""
+    known = {m.content: v for m, v in zip(messages, vectors, strict=True)}
+    wanted = [pk for pk, content in earlier.items() if content not in known]
+    if wanted:
+        stored = PromptPattern.objects.filter(message_id__in=wanted, embedding__isnull=False)
+        for message_id, embedding in stored.values_list("message_id", "embedding"):
+            known.setdefault(earlier[message_id], embedding)
+    return known
+
+
+def _analyses(items: list[AnalyzerInput], vectors: np.ndarray, known: KnownVectors) -> list[Analysis]:
+    analyzer = get_analyzer()
+    # The local analyzer takes the vectors just computed, and the known ones of the context, in one call.
+    analyze_embedded = getattr(analyzer, "analyze_embedded", None)
+    if analyze_embedded is not None:
+        return analyze_embedded(items, vectors, embedder=known)
+    return [analyzer.analyze(item) for item in items]
+
+
+def _preference_vectors(
+    messages: list[ChatMessage], analyses: list[Analysis], known: KnownVectors
+) -> list[np.ndarray | None]:
+    """The embedding of each preference found (one pass for the batch), before any lock is taken."""
+    wanted = [i for i, analysis in enumerate(analyses) if analysis.preference is not None and not analysis.steering]
+    result: list[np.ndarray | None] = [None] * len(messages)
+    if not wanted:
+        return result
+    for user in {messages[i].user_id: messages[i].user for i in wanted}.values():
+        preference_embed_missing(user)
+    descriptions = [preference_text(analyses[i].preference.description) for i in wanted]  # type: ignore[union-attr]
+    for i, vector in zip(wanted, known.embed(descriptions), strict=True):
+        result[i] = vector
+    return result
 
 
 def _apply(

@@ -96,7 +96,12 @@ def _value_swapped(a: str, b: str) -> bool:
     return len(words_a & words_b) / len(words_a | words_b) >= 0.5
 
 
-def _embed_missing(user: User) -> None:
+def preference_text(description: str) -> str:
+    """A description as it is stored and embedded: single spaces, at most 500 characters."""
+    return " ".join(description.split())[:500]
+
+
+def preference_embed_missing(user: User) -> None:
     """Rows from before open-set preferences (or written without a vector) get theirs now, in one batch."""
     missing = list(Preference.objects.filter(user=user, embedding__isnull=True).values_list("pk", "description"))
     if not missing:
@@ -195,8 +200,8 @@ def _store(
 def preference_prepare(*, user: User, description: str) -> np.ndarray:
     """The model work storing a preference needs, done before any lock: the user's rows that have
     no embedding yet get theirs, and the new description's vector is returned."""
-    _embed_missing(user)
-    return get_embedder().embed_one(" ".join(description.split())[:500])
+    preference_embed_missing(user)
+    return get_embedder().embed_one(preference_text(description))
 
 
 def preference_learn(
@@ -211,7 +216,7 @@ def preference_learn(
     ``vector``: from preference_prepare, when the caller did the model work already."""
     if finding.category not in PREFERENCE_CATEGORIES:
         raise ApplicationError(f"Unknown preference category {finding.category!r}.", field="category")
-    description = " ".join(finding.description.split())[:500]
+    description = preference_text(finding.description)
     if not description:
         raise ApplicationError("A preference needs its description.", field="description")
     key = slugify(finding.preference).replace("-", "_")[:100]

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent
+from learning.analyzer.base import AnalyzerInput
 from learning.conf import learning_settings
 from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
 from learning.services import messages, preferences
@@ -185,3 +186,102 @@ def test_one_task_analyses_a_batch_of_waiting_messages(user, analyzer, monkeypat
     assert Preference.objects.filter(user=user, axis="length:short").exists()
     assert Memory.objects.filter(owner=user).count() == 1
     assert analyze_message(ids[0]) == 0  # its message was analysed in the batch
+
+
+def test_messages_stored_while_a_task_waits_share_it(user, analyzer, monkeypatch, django_capture_on_commit_callbacks):
+    queued = []
+    monkeypatch.setattr(analyze_message, "delay", queued.append)  # the broker takes it; no worker yet
+    ids = []
+    for text in ["Be concise.", "I have two cats.", "What's the capital of Peru?"]:
+        with django_capture_on_commit_callbacks(execute=True):
+            ids.append(str(messages.message_observe(user=user, session_id="s", content=text)[0].pk))
+    assert queued == [ids[0]]  # the waiting task will claim the others too: no task per message
+    monkeypatch.undo()
+    assert analyze_message(queued[0]) == 3
+    assert ChatMessage.objects.filter(analyzed_at__isnull=True).count() == 0
+    # Once the task started, a new message queues its own (eager here: analysed at once).
+    with django_capture_on_commit_callbacks(execute=True):
+        later, _ = messages.message_observe(user=user, session_id="s", content="I follow a vegan diet.")
+    assert ChatMessage.objects.get(pk=later.pk).analyzed_at is not None
+
+
+def test_a_full_batch_queues_the_next_one(user, analyzer, monkeypatch, settings, django_capture_on_commit_callbacks):
+    settings.ANALYSIS_BATCH_SIZE = 2
+    queued = []
+    monkeypatch.setattr(analyze_message, "delay", queued.append)
+    for i in range(5):
+        with django_capture_on_commit_callbacks(execute=True):
+            messages.message_observe(user=user, session_id="s", content=f"What is {i} plus {i}?")
+    assert len(queued) == 1
+    monkeypatch.undo()  # eager again: each full batch runs the next at once
+    assert analyze_message(queued[0]) == 2
+    assert ChatMessage.objects.filter(analyzed_at__isnull=True).count() == 0
+
+
+def test_a_failed_enqueue_holds_no_later_message_back(user, analyzer, monkeypatch, django_capture_on_commit_callbacks):
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(analyze_message, "delay", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        first, _ = messages.message_observe(user=user, session_id="s", content="Be concise.")
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=True):
+        second, _ = messages.message_observe(user=user, session_id="s", content="I have two cats.")
+    # The broker is back: the second message queued a task, which claimed the first one too.
+    assert ChatMessage.objects.filter(pk__in=[first.pk, second.pk], analyzed_at__isnull=False).count() == 2
+
+
+def test_a_batch_reads_each_message_as_one_by_one(user, analyzer, monkeypatch):
+    """Analysed together, the batch's earlier requests are in the window of the later ones (a
+    workflow forms on the third) and an earlier turn of the session is read as context."""
+    monkeypatch.setattr(messages, "_enqueue_analysis", lambda message_id: None)
+    texts = [
+        "Summarize the weekly sales report for the leadership team",
+        "Can you summarize this week's sales report for leadership?",
+        "Summarize the sales report of this week for the leadership team please",
+    ]
+    ids = [str(messages.message_observe(user=user, session_id="s", content=text)[0].pk) for text in texts]
+    results = messages.messages_analyze(message_ids=ids)
+    assert [results[i].detected for i in ids][2] == "workflow"
+    assert LearnedWorkflow.objects.get(user=user).times_detected == 3
+    assert PromptPattern.objects.filter(user=user, embedding__isnull=True).count() == 0
+
+
+class _Counting:
+    """An embedder that records what it was asked to embed."""
+
+    dimensions = 384
+
+    def __init__(self, inner) -> None:
+        self.inner, self.texts = inner, []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return self.inner.embed(texts)
+
+    def embed_one(self, text):
+        return self.embed([text])[0]
+
+
+def test_earlier_turns_are_read_with_their_stored_vectors(user, analyzer, monkeypatch, observe):
+    observe(user, "What's the capital of Peru?")
+    observe(user, "And its population?")
+    counting = _Counting(analyzer.embedder)
+    monkeypatch.setattr(messages, "get_embedder", lambda: counting)
+    monkeypatch.setattr(analyzer, "embedder", counting)
+    text = "No, I asked about Peru, not Lima."
+    _, analysis = observe(user, text)
+    assert counting.texts == [text]  # the two earlier turns were embedded when they were analysed
+    monkeypatch.undo()
+    fresh = analyzer.analyze(
+        AnalyzerInput(
+            current_message=text,
+            recent_context=[
+                {"role": "user", "content": "What's the capital of Peru?"},
+                {"role": "user", "content": "And its population?"},
+            ],
+        )
+    )
+    assert analysis.detected == fresh.detected  # the same reading as with everything embedded afresh
+    assert analysis.confidence == pytest.approx(fresh.confidence, abs=1e-4)
