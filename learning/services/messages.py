@@ -119,12 +119,15 @@ def _observe(
     client_message_id: str | None = None,
 ) -> tuple[ChatMessage, Context]:
     message_id = uuid.uuid4()
-    with transaction.atomic():
-        if role == ChatMessage.Role.USER and asks_to_stop(content):
+    if role == ChatMessage.Role.USER and asks_to_stop(content):
+        with transaction.atomic():
             taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
-        # Built before the insert, so a message with a client id stores the context it is answered with.
-        scope = Scope(project_id=project.pk if project else None)
-        context = context_build(user=user, message=content if role == ChatMessage.Role.USER else None, scope=scope)
+    # Built before the insert (a message with a client id stores the context it is answered with) and
+    # outside the transaction: a slow or failing cache never holds it open, and a cache outage only
+    # means an uncached context (learning.context.cache), never a lost message.
+    scope = Scope(project_id=project.pk if project else None)
+    context = context_build(user=user, message=content if role == ChatMessage.Role.USER else None, scope=scope)
+    with transaction.atomic():
         message = ChatMessage.objects.create(
             id=message_id,
             session_id=session_id,
@@ -155,6 +158,10 @@ def _observe(
 
 
 def _enqueue_analysis(message_id: str) -> None:
+    """Queue the analysis of a stored message, after commit. A broker that is down costs the request
+    at most the bounded publish retries (CELERY_BROKER_CONNECTION_TIMEOUT, CELERY_TASK_PUBLISH_RETRY_POLICY)
+    and is logged: the message stays stored, unanalysed, and learning.analyze_pending_messages (the
+    sweep) queues it again. In eager mode (local, tests) an analysis that fails is logged the same way."""
     try:
         tasks.analyze_message.delay(message_id)
     except Exception:

@@ -68,7 +68,7 @@ def celery_worker(postgres, broker_url):
     queue = f"test-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
         "DATABASE_URL": _database_url(postgres),
         "CELERY_BROKER_URL": broker_url,
         "CELERY_QUEUE": queue,
