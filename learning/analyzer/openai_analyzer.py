@@ -2,7 +2,8 @@
 
 Talks to any OpenAI-compatible server (``OPENAI_BASE_URL``) through the official client,
 with a timeout and the client's bounded retries with exponential backoff. Whatever goes
-wrong (network, timeout, refusal, a reply that is not valid JSON or breaks the schema),
+wrong (network, timeout, refusal, a reply that is not valid JSON, breaks the schema, has
+another shape or no choices at all: any exception),
 the message is analysed by the local analyzer instead and the result says so
 (``analyzer="fallback:openai"``), so the service writes an ``eval_failure`` event: the
 failure is loud, never silent.
@@ -125,12 +126,17 @@ class OpenAIAnalyzer:
                 response_format=AnalysisOut,
                 temperature=0,
             )
-            parsed = completion.choices[0].message.parsed
-            if parsed is None:
-                refusal = completion.choices[0].message.refusal
-                raise ValueError(f"no structured answer (refusal: {refusal!r})")
+            choices = getattr(completion, "choices", None)
+            if not choices:
+                raise ValueError("the reply has no choices")
+            message = choices[0].message
+            parsed = getattr(message, "parsed", None)
+            if not isinstance(parsed, AnalysisOut):
+                raise ValueError(f"no structured answer (refusal: {getattr(message, 'refusal', None)!r})")
             return self._to_analysis(parsed)
-        except (openai.OpenAIError, pydantic.ValidationError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the server sent or did, the local analyzer answers
+            # A reply of the wrong shape surfaces as TypeError, KeyError, IndexError or AttributeError inside
+            # the client as readily as a network error does: every failure falls back, and is reported.
             return self._fallback(data, exc)
 
     def analyze_many(self, items: list[AnalyzerInput]) -> list[Analysis]:

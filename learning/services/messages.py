@@ -350,3 +350,50 @@ def _apply(
         memory = memory_remember(owner=user, finding=analysis.memory, source_message=message)
         learned.append({"kind": "memory", "id": str(memory.pk), "text": memory.content[:500]})
     return learned
+
+
+def messages_release(*, message_ids: list[str], error: BaseException, count: bool = True) -> list[str]:
+    """After a failed analysis, the messages of ``message_ids`` still waiting lose their claim, so the
+    next delivery or the sweep takes them again at once. With ``count`` the failure is counted against
+    each (in ``analysis``, which stays unread until the message is analysed); at ANALYSIS_MAX_ATTEMPTS a
+    message is given up: marked analysed with the error, with an ``eval_failure`` event. Returns the ids
+    given up."""
+    given_up: list[str] = []
+    reason = f"{type(error).__name__}: {str(error)[:300]}"
+    with transaction.atomic():
+        waiting = (
+            ChatMessage.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(pk__in=message_ids, analyzed_at__isnull=True)
+        )
+        for message in waiting:
+            message.analysis_claimed_until = None
+            if not count:
+                message.save(update_fields=["analysis_claimed_until"])
+                continue
+            previous = message.analysis if isinstance(message.analysis, dict) else {}
+            attempts = int(previous.get("failed_attempts", 0)) + 1
+            message.analysis = {"failed_attempts": attempts, "error": reason}
+            if attempts >= learning_settings.ANALYSIS_MAX_ATTEMPTS:
+                message.analyzed_at = timezone.now()
+                message.learned = []
+                message_event_record(
+                    message,
+                    "analysis_failed",
+                    event_type="analysis_failed",
+                    event_family=EventFamily.EVAL_FAILURE,
+                    signal=Signal.FAILED,
+                    reason_category="analysis_error",
+                    free_text=f"analysis gave up after {attempts} attempts: {reason}",
+                    subject_type="message",
+                    subject_id=str(message.pk),
+                )
+                given_up.append(str(message.pk))
+            message.save(update_fields=["analysis_claimed_until", "analysis", "analyzed_at", "learned"])
+    logger.warning(
+        "analysis of %d message(s) failed (%s); released%s",
+        len(message_ids),
+        reason,
+        f", given up on {given_up}" if given_up else "",
+    )
+    return given_up
