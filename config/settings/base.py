@@ -195,6 +195,8 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 ANALYZER_MODEL = env.str("ANALYZER_MODEL", default="gpt-4.1-nano")
 ANALYZER_TIMEOUT_SECONDS = env.float("ANALYZER_TIMEOUT_SECONDS", default=10.0)
 ANALYZER_MAX_RETRIES = env.int("ANALYZER_MAX_RETRIES", default=2)
+# After a failed call the model server is not asked again for this long (the local analyzer answers).
+ANALYZER_BREAKER_SECONDS = env.float("ANALYZER_BREAKER_SECONDS", default=30.0)
 EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")  # local | openai
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
 if EMBEDDING_BACKEND not in ("local", "openai"):

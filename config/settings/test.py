@@ -20,4 +20,6 @@ CELERY_BROKER_URL = CELERY_BROKER_URL or "memory://"
 # One process, and a clean cache per test (tests/conftest.py clears it).
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "KEY_PREFIX": "test"}}
 
+# Each test asks the fake model server afresh; tests of the breaker turn it on.
+ANALYZER_BREAKER_SECONDS = 0.0
 RETRIEVAL_INDEX_DIR = tempfile.mkdtemp(prefix="learninglayer-index-")

@@ -15,6 +15,8 @@ from django.db import OperationalError
 
 from feedback.models import FeedbackEvent
 from learning import tasks
+from learning.analyzer import get_analyzer, openai_analyzer
+from learning.analyzer.base import AnalyzerInput
 from learning.models import ChatMessage, Preference
 from learning.services import messages
 from tests.factories import UserFactory
@@ -141,3 +143,19 @@ def test_a_transient_failure_releases_the_claims_without_counting(
     assert (message.analyzed_at, message.analysis_claimed_until, message.analysis) == (None, None, None)
     monkeypatch.undo()
     assert tasks.analyze_message(str(message.pk)) == 1  # the database is back: analysed
+
+
+def test_after_a_failure_the_server_is_not_asked_again_for_a_while(configured, settings, monkeypatch):
+    monkeypatch.setattr(openai_analyzer, "_cache", {})  # a new client, with its breaker closed
+    settings.ANALYZER_BREAKER_SECONDS = 600.0
+    configured.replies += [Reply(status=500), Reply(content=json.dumps(GOOD))]
+    first = get_analyzer().analyze(AnalyzerInput(current_message="From now on keep your answers short."))
+    second = get_analyzer().analyze(AnalyzerInput(current_message="Be brief."))
+    assert (first.analyzer, second.analyzer) == ("fallback:openai", "fallback:openai")
+    assert "CircuitOpen" in second.reasoning
+    assert "InternalServerError" in second.reasoning
+    assert len(configured.requests) == 1  # the batch did not wait on the failing server again
+
+    monkeypatch.setattr(get_analyzer(), "_open_until", 0.0)  # the breaker's time is up
+    assert get_analyzer().analyze(AnalyzerInput(current_message="Be brief.")).analyzer == "openai"
+    assert len(configured.requests) == 2
