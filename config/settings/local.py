@@ -12,7 +12,7 @@ import os
 import secrets
 
 from .base import *  # noqa: F403
-from .base import REST_FRAMEWORK, VAR_DIR, env
+from .base import CELERY_BROKER_URL, REST_FRAMEWORK, VAR_DIR, env
 
 DEBUG = env.bool("DEBUG", default=True)
 if DEBUG:  # the browsable API, for development only
@@ -45,7 +45,7 @@ SECRET_KEY = env.str("SECRET_KEY", default="") or _local_secret_key()
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 
 # No broker: tasks run in-process after commit (the request waits for them: development only).
-if not CELERY_BROKER_URL:  # noqa: F405
+if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
     CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
 else:
