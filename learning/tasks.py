@@ -32,7 +32,12 @@ def analyze_message(message_id: str) -> int:
     try:
         return len(messages.messages_analyze(message_ids=ids))
     except (OperationalError, ConnectionError, SoftTimeLimitExceeded) as exc:
-        messages.messages_release(message_ids=ids, error=exc, count=False)  # transient: retried as a whole
+        # Transient: retried as a whole. With the database gone the release fails too; then the claims
+        # expire after ANALYSIS_CLAIM_SECONDS, and the original error is what Celery retries on.
+        try:
+            messages.messages_release(message_ids=ids, error=exc, count=False)
+        except Exception:
+            logger.warning("could not release the claims of %d message(s)", len(ids), exc_info=True)
         raise
     except Exception as exc:  # noqa: BLE001 - anything else: find the message that fails, spare the others
         logger.warning("analysis of a batch of %d failed (%r); analysing one at a time", len(ids), exc)

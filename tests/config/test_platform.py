@@ -115,6 +115,7 @@ SETTINGS_ENV = {
     "CELERY_TASK_ALWAYS_EAGER",
     "DJANGO_SETTINGS_MODULE",
     "GUNICORN_BIND",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",  # set by the browser tests' fixtures; never in a deployment
 }
 
 
