@@ -1,4 +1,5 @@
-"""What the benchmarks share: a scratch PostgreSQL database, production settings, gunicorn,
+"""What the benchmarks share: a scratch PostgreSQL database, production settings (local ones with
+DEBUG off when a bench runs without a broker), gunicorn,
 a Celery worker, and the load generator (bench/loadgen.py) in its own process."""
 
 from __future__ import annotations
@@ -24,23 +25,31 @@ def sh(args: list[str], env: dict) -> str:
     return subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
 
 
-def scratch_environment(pg: str, database: str, broker: str | None = None) -> dict[str, str]:
-    """Create an empty database, migrate it, and return the production environment for it."""
+def scratch_environment(pg: str, database: str, broker: str | None = None, cache: str | None = None) -> dict[str, str]:
+    """Create an empty database, migrate it, and return the environment to run on it: production
+    settings with a broker (and a cache, by default the Redis database after the broker's), else the
+    local settings with DEBUG off, whose tasks run in-process (production refuses eager mode)."""
     with psycopg.connect(f"{pg}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{database}"')
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "DJANGO_SETTINGS_MODULE": "config.settings.production" if broker else "config.settings.local",
+        "DEBUG": "false",
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": f"{pg}/{database}",
         "SECURE_SSL_REDIRECT": "false",
         "LOG_LEVEL": "WARNING",
     }
+    env.pop("CELERY_BROKER_URL", None)
     if broker:
+        base, _, db = broker.rpartition("/")
         env["CELERY_BROKER_URL"] = broker
+        env["CACHE_URL"] = cache or f"{base}/{(int(db or 0) + 1) % 16}"
         env["CELERY_QUEUE"] = f"bench-{secrets.token_hex(4)}"
+    elif cache:
+        env["CACHE_URL"] = cache
     sh([PY, "manage.py", "migrate", "--noinput"], env)
     sh(
         [PY, "manage.py", "createsuperuser", "--noinput", "--username", "bench", "--email", "bench@example.com"],
@@ -53,9 +62,9 @@ def django_in_scratch(pg: str, database: str, *, cache: str | None = None) -> No
     """Run this process's Django on a new scratch database (production settings), optionally with a
     shared cache. A reused cache may hold an earlier run's context for the same user ids: new
     context generations make it unreachable."""
-    env = scratch_environment(pg, database)
-    keys = ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "SECURE_SSL_REDIRECT", "LOG_LEVEL")
-    os.environ.update({key: env[key] for key in keys})
+    env = scratch_environment(pg, database, cache=cache)
+    keys = ("DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "SECURE_SSL_REDIRECT")
+    os.environ.update({key: env[key] for key in (*keys, "LOG_LEVEL")})
     if cache:
         os.environ["CACHE_URL"] = cache
     import django

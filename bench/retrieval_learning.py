@@ -83,6 +83,7 @@ def main() -> None:
             k: env[k]
             for k in (
                 "DJANGO_SETTINGS_MODULE",
+                "DEBUG",
                 "SECRET_KEY",
                 "ALLOWED_HOSTS",
                 "DATABASE_URL",

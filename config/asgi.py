@@ -1,8 +1,8 @@
-"""ASGI entry point."""
+"""ASGI entry point: production settings unless DJANGO_SETTINGS_MODULE says otherwise."""
 
 import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 application = get_asgi_application()

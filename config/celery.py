@@ -1,8 +1,8 @@
 """The Celery application.
 
-With no ``CELERY_BROKER_URL`` set, tasks run eagerly in-process (see settings), so the
-default configuration needs no broker. With it set, tasks go to that broker and a
-worker (``celery -A config worker``) runs them.
+Production settings by default: tasks go to ``CELERY_BROKER_URL`` and a worker
+(``celery -A config worker``) runs them. Under ``config.settings.local`` without a broker,
+tasks run eagerly in-process (development only; production refuses it).
 """
 
 import os
@@ -10,7 +10,7 @@ import os
 from celery import Celery
 from celery.signals import worker_process_init
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
 app = Celery("learninglayer")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -8,7 +8,9 @@ bench/ingest.py: 3 workers x 2 threads gave the best single-event throughput.
 import multiprocessing
 import os
 
-bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+# Loopback by default: the service sits behind a TLS-terminating proxy on the same host. Listening
+# on other interfaces is a deliberate choice (GUNICORN_BIND=0.0.0.0:8000, e.g. in a container).
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", "2"))
 worker_class = "gthread"

@@ -1,8 +1,8 @@
-"""WSGI entry point (gunicorn config.wsgi)."""
+"""WSGI entry point (gunicorn config.wsgi): production settings unless DJANGO_SETTINGS_MODULE says otherwise."""
 
 import os
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 application = get_wsgi_application()

@@ -106,6 +106,13 @@ class LearningSettings(AppSettings):
     ANALYSIS_CLAIM_SECONDS = Tunable(
         120, minimum=1, maximum=86_400, doc="How long a worker holds its claim on the messages of its batch."
     )
+    ANALYSIS_MAX_ATTEMPTS = Tunable(
+        3,
+        minimum=1,
+        maximum=100,
+        doc="An analysis that failed this many times is given up: the message is marked analysed with the error "
+        "and an eval_failure event, so it never holds back the queue.",
+    )
 
     # Taste learning.
     TASTE_MIN_OBSERVATIONS = Tunable(

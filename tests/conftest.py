@@ -104,3 +104,20 @@ def _fresh_process_state():
     yield
     authentication._last_reported.clear()
     auth_cache_clear()
+
+
+# Nothing listens on port 1: the real Redis cache backend fails at once with redis's ConnectionError.
+DOWN_REDIS = "redis://127.0.0.1:1/0"
+
+
+@pytest.fixture
+def broken_cache(settings):
+    """The production cache backend (Redis) with its server down: every cache call raises."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": DOWN_REDIS,
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+    return DOWN_REDIS

@@ -1,8 +1,9 @@
-"""Base settings, read from the environment.
+"""Settings shared by every environment, read from the environment (as cookiecutter-django does).
 
-The defaults need no external service: a SQLite file under ``var/`` and Celery tasks
-run eagerly in-process. PostgreSQL (``DATABASE_URL``) and Redis (``CELERY_BROKER_URL``)
-are the production path; ``config.settings.production`` refuses unsafe defaults.
+Not used on its own: ``config.settings.local`` (development and the demo: DEBUG, no service
+needed), ``config.settings.test`` (the test suite) and ``config.settings.production`` (the
+default of wsgi, asgi and the Celery app, refusing unsafe values) build on it. Nothing here
+is a secret: ``SECRET_KEY`` has no default in this module.
 """
 
 from __future__ import annotations
@@ -19,17 +20,12 @@ VAR_DIR = BASE_DIR / "var"
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env")  # optional; real environment variables win
 
-DEBUG = env.bool("DEBUG", default=True)
+DEBUG = env.bool("DEBUG", default=False)
 
-# A throwaway key is only acceptable while DEBUG is on (the developer default).
-INSECURE_DEV_SECRET_KEY = "django-insecure-dev-only-key-never-use-in-production"  # noqa: S105
+# No default: local and test settings supply one of their own, production requires it.
 SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = INSECURE_DEV_SECRET_KEY
 
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
@@ -123,8 +119,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
-    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.handlers.api_exception_handler",
@@ -151,21 +146,26 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# The cache: shared between processes in production (Redis). Unset, it is the broker's Redis
-# when there is one, else per-process memory (fine for one process, e.g. runserver).
-_cache_url = env.str("CACHE_URL", default="")
-if not _cache_url:
-    _broker = env.str("CELERY_BROKER_URL", default="")
-    _cache_url = _broker if _broker.startswith(("redis://", "rediss://")) else "locmemcache://"
-CACHES = {"default": env.cache_url_config(_cache_url)}
+# The cache behind context assembly: per-process memory unless CACHE_URL names a shared one (Redis in
+# production, a database of its own: never the broker's). An outage of it degrades context to uncached
+# reads (learning/context/cache.py), so a Redis cache fails fast instead of hanging the request.
+CACHE_URL = env.str("CACHE_URL", default="locmemcache://")
+CACHES = {"default": env.cache_url_config(CACHE_URL)}
 CACHES["default"].setdefault("KEY_PREFIX", "learninglayer")
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    CACHES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "socket_connect_timeout": env.float("CACHE_CONNECT_TIMEOUT", default=0.5),
+            "socket_timeout": env.float("CACHE_TIMEOUT", default=0.5),
+        }
+    )
 
-# Celery: no broker configured means tasks run eagerly, in-process, after commit.
+# Celery: the broker comes from the environment. Eager mode (tasks run in-process, in the request)
+# is for local development and tests only: config.settings.local turns it on when no broker is set,
+# config.settings.production refuses it.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_EAGER_PROPAGATES = True
-if not CELERY_BROKER_URL:
-    CELERY_BROKER_URL = "memory://"
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="learninglayer")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -197,6 +197,8 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 ANALYZER_MODEL = env.str("ANALYZER_MODEL", default="gpt-4.1-nano")
 ANALYZER_TIMEOUT_SECONDS = env.float("ANALYZER_TIMEOUT_SECONDS", default=10.0)
 ANALYZER_MAX_RETRIES = env.int("ANALYZER_MAX_RETRIES", default=2)
+# After a failed call the model server is not asked again for this long (the local analyzer answers).
+ANALYZER_BREAKER_SECONDS = env.float("ANALYZER_BREAKER_SECONDS", default=30.0)
 EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")  # local | openai
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
 if EMBEDDING_BACKEND not in ("local", "openai"):

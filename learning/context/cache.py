@@ -2,12 +2,21 @@
 
 Runs on the request path: a user's ingredients are read from the cache under their version, and
 the shared learnings from this process's memo (or the cache) under the shared version.
+
+The cache is an accelerator, never a dependency: when it fails (Redis down or timing out), context
+is built from the tables, uncached, and the failure is logged and counted (``cache_failures``); an
+invalidation that fails is logged too, and what it should have dropped expires within
+CONTEXT_CACHE_SECONDS.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
-from typing import Any
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.core.cache import cache
 
@@ -16,6 +25,34 @@ from accounts.selectors import project_ids_for_user
 from feedback.models import TaskFeedback
 from learning.conf import learning_settings
 from learning.models import AgentLearning, LearnedWorkflow, Memory, Preference, TastePattern
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Cache operations that failed in this process, by operation ("get", "set", "versions", ...).
+cache_failures: Counter[str] = Counter()
+_failures_lock = threading.Lock()
+# Put in the versions read when the cache did not answer: build from the tables, write nothing back.
+CACHE_DOWN = "learning:cache-down"
+
+
+def _safely(operation: str, call: Callable[[], T], default: T) -> T:
+    """Run one cache operation; on any failure, count it, log it (the first and every 100th) and
+    return ``default``."""
+    try:
+        return call()
+    except Exception:  # any backend failure (connection, timeout, protocol) degrades the same way
+        with _failures_lock:
+            cache_failures[operation] += 1
+            count = sum(cache_failures.values())
+        if count % 100 == 1:
+            logger.warning(
+                "context cache %s failed (%d failures so far); serving uncached context",
+                operation,
+                count,
+                exc_info=True,
+            )
+        return default
 
 
 # What a user's context is made of is cached (Django's cache: Redis in production) under a
@@ -38,38 +75,42 @@ _SHARED_KEY = "learning:context-shared-version"
 
 def context_invalidate(*, user_id: int) -> None:
     """Forget the cached context ingredients of a user (after their learned items changed)."""
-    cache.set(_version_key(user_id), uuid.uuid4().hex, timeout=None)
+    _safely("invalidate", lambda: cache.set(_version_key(user_id), uuid.uuid4().hex, timeout=None), None)
 
 
 def context_invalidate_all() -> None:
     """After a set-based change across users (decay): every user's cached ingredients go."""
-    cache.set(_EPOCH_KEY, uuid.uuid4().hex, timeout=None)
+    _safely("invalidate", lambda: cache.set(_EPOCH_KEY, uuid.uuid4().hex, timeout=None), None)
 
 
 def context_invalidate_shared() -> None:
     """After a shared learning was applied, paused, resumed or retired."""
     global _shared_memo
     _shared_memo = None
-    cache.set(_SHARED_KEY, uuid.uuid4().hex, timeout=None)
+    _safely("invalidate", lambda: cache.set(_SHARED_KEY, uuid.uuid4().hex, timeout=None), None)
 
 
 def _shared_version_start() -> str:
     """A cache without a shared version (new, or flushed) gets a fresh one, never a default that a
     process may remember from before."""
-    cache.add(_SHARED_KEY, uuid.uuid4().hex, timeout=None)
-    return cache.get(_SHARED_KEY) or uuid.uuid4().hex
+    _safely("add", lambda: cache.add(_SHARED_KEY, uuid.uuid4().hex, timeout=None), None)
+    return _safely("get", lambda: cache.get(_SHARED_KEY), None) or uuid.uuid4().hex
 
 
 def context_versions(*, user_id: int) -> dict[str, str]:
-    """The cache versions a context of this user is built under, read in one round trip."""
-    return cache.get_many([_version_key(user_id), _EPOCH_KEY, _SHARED_KEY])
+    """The cache versions a context of this user is built under, read in one round trip
+    (``CACHE_DOWN`` among them when the cache did not answer)."""
+    return _safely(
+        "versions", lambda: cache.get_many([_version_key(user_id), _EPOCH_KEY, _SHARED_KEY]), {CACHE_DOWN: "1"}
+    )
 
 
 def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
     """The user's own learned items (and project ids), from the cache under their version, else the tables."""
+    down = CACHE_DOWN in versions
     version, epoch = versions.get(_version_key(user.pk), "0"), versions.get(_EPOCH_KEY, "0")
     key = f"learning:context:{user.pk}:{version}:{epoch}"
-    cached = cache.get(key)
+    cached = None if down else _safely("get", lambda: cache.get(key), None)
     if cached is not None:
         return cached
     preferences = (
@@ -111,7 +152,8 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
         ],
         "project_ids": set(project_ids_for_user(user=user).values_list("project_id", flat=True)),
     }
-    cache.set(key, ingredients, timeout=learning_settings.CONTEXT_CACHE_SECONDS)
+    if not down:
+        _safely("set", lambda: cache.set(key, ingredients, timeout=learning_settings.CONTEXT_CACHE_SECONDS), None)
     return ingredients
 
 
@@ -124,12 +166,15 @@ _shared_memo: tuple[str, dict[str, Any]] | None = None
 def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
     """Every active shared learning, once for all users (scoped per request in memory)."""
     global _shared_memo
-    version = versions.get(_SHARED_KEY) or _shared_version_start()
+    # With the cache down the shared version is unknown: a change made elsewhere would go unseen in
+    # this process's memo, so the tables are read (and nothing is kept) until the cache answers.
+    down = CACHE_DOWN in versions
+    version = "" if down else (versions.get(_SHARED_KEY) or _shared_version_start())
     memo = _shared_memo
-    if memo is not None and memo[0] == version:
+    if not down and memo is not None and memo[0] == version:
         return memo[1]
     key = f"learning:context-shared:{version}"
-    cached = cache.get(key)
+    cached = None if down else _safely("get", lambda: cache.get(key), None)
     if cached is not None:
         _shared_memo = (version, cached)
         return cached
@@ -179,8 +224,9 @@ def shared_ingredients(*, versions: dict[str, str]) -> dict[str, Any]:
             .values_list("id", "project_id", "task_snapshot")
         ],
     }
-    cache.set(key, shared, timeout=learning_settings.CONTEXT_CACHE_SECONDS)
-    _shared_memo = (version, shared)
+    if not down:
+        _safely("set", lambda: cache.set(key, shared, timeout=learning_settings.CONTEXT_CACHE_SECONDS), None)
+        _shared_memo = (version, shared)
     return shared
 
 

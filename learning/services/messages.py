@@ -9,9 +9,10 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -121,12 +122,15 @@ def _observe(
     client_message_id: str | None = None,
 ) -> tuple[ChatMessage, Context]:
     message_id = uuid.uuid4()
-    with transaction.atomic():
-        if role == ChatMessage.Role.USER and asks_to_stop(content):
+    if role == ChatMessage.Role.USER and asks_to_stop(content):
+        with transaction.atomic():
             taste_pattern_stop(user=user)  # "stop applying this": the pattern last applied to the user's runs
-        # Built before the insert, so a message with a client id stores the context it is answered with.
-        scope = Scope(project_id=project.pk if project else None)
-        context = context_build(user=user, message=content if role == ChatMessage.Role.USER else None, scope=scope)
+    # Built before the insert (a message with a client id stores the context it is answered with) and
+    # outside the transaction: a slow or failing cache never holds it open, and a cache outage only
+    # means an uncached context (learning.context.cache), never a lost message.
+    scope = Scope(project_id=project.pk if project else None)
+    context = context_build(user=user, message=content if role == ChatMessage.Role.USER else None, scope=scope)
+    with transaction.atomic():
         message = ChatMessage.objects.create(
             id=message_id,
             session_id=session_id,
@@ -168,7 +172,11 @@ ANALYSIS_QUEUED_SECONDS = 10
 
 def _enqueue_analysis(message_id: str) -> None:
     """Queue the analysis of a stored message, unless a queued task that has not started yet will
-    claim it anyway: under load one task drains a batch instead of one task per message."""
+    claim it anyway: under load one task drains a batch instead of one task per message. A broker
+    that is down costs the request at most the bounded publish retries (CELERY_BROKER_CONNECTION_TIMEOUT,
+    CELERY_TASK_PUBLISH_RETRY_POLICY) and is logged: the message stays stored, unanalysed, and
+    learning.analyze_pending_messages (the sweep) queues it again. In eager mode (local, tests) an
+    analysis that fails is logged the same way."""
     key = _queued_key()
     try:
         if not cache.add(key, message_id, timeout=ANALYSIS_QUEUED_SECONDS):
@@ -198,10 +206,33 @@ def analysis_run(*, first_id: str) -> int:
     ids = messages_claim(first_id=first_id, limit=limit)
     if not ids:
         return 0
-    analysed = len(messages_analyze(message_ids=ids))
+    analysed = _analyse_claimed(ids)
     if len(ids) == limit:
         _enqueue_analysis(first_id)
     return analysed
+
+
+def _analyse_claimed(ids: list[str]) -> int:
+    """Analyse claimed messages; a task never dies holding a claim: whatever fails, they are released."""
+    try:
+        return len(messages_analyze(message_ids=ids))
+    except (OperationalError, ConnectionError, SoftTimeLimitExceeded) as exc:
+        # Transient: retried as a whole. With the database gone the release fails too; then the claims
+        # expire after ANALYSIS_CLAIM_SECONDS, and the original error is what Celery retries on.
+        try:
+            messages_release(message_ids=ids, error=exc, count=False)
+        except Exception:
+            logger.warning("could not release the claims of %d message(s)", len(ids), exc_info=True)
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else: find the message that fails, spare the others
+        logger.warning("analysis of a batch of %d failed (%r); analysing one at a time", len(ids), exc)
+        done = 0
+        for one in ids:
+            try:
+                done += len(messages_analyze(message_ids=[one]))
+            except Exception as failure:  # noqa: BLE001 - counted against this message, released for the sweep
+                messages_release(message_ids=[one], error=failure)
+        return done
 
 
 def analysis_sweep(*, older_than_seconds: int) -> int:
@@ -453,3 +484,50 @@ def _apply(
         memory = memory_remember(owner=user, finding=analysis.memory, source_message=message)
         learned.append({"kind": "memory", "id": str(memory.pk), "text": memory.content[:500]})
     return learned
+
+
+def messages_release(*, message_ids: list[str], error: BaseException, count: bool = True) -> list[str]:
+    """After a failed analysis, the messages of ``message_ids`` still waiting lose their claim, so the
+    next delivery or the sweep takes them again at once. With ``count`` the failure is counted against
+    each (in ``analysis``, which stays unread until the message is analysed); at ANALYSIS_MAX_ATTEMPTS a
+    message is given up: marked analysed with the error, with an ``eval_failure`` event. Returns the ids
+    given up."""
+    given_up: list[str] = []
+    reason = f"{type(error).__name__}: {str(error)[:300]}"
+    with transaction.atomic():
+        waiting = (
+            ChatMessage.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(pk__in=message_ids, analyzed_at__isnull=True)
+        )
+        for message in waiting:
+            message.analysis_claimed_until = None
+            if not count:
+                message.save(update_fields=["analysis_claimed_until"])
+                continue
+            previous = message.analysis if isinstance(message.analysis, dict) else {}
+            attempts = int(previous.get("failed_attempts", 0)) + 1
+            message.analysis = {"failed_attempts": attempts, "error": reason}
+            if attempts >= learning_settings.ANALYSIS_MAX_ATTEMPTS:
+                message.analyzed_at = timezone.now()
+                message.learned = []
+                message_event_record(
+                    message,
+                    "analysis_failed",
+                    event_type="analysis_failed",
+                    event_family=EventFamily.EVAL_FAILURE,
+                    signal=Signal.FAILED,
+                    reason_category="analysis_error",
+                    free_text=f"analysis gave up after {attempts} attempts: {reason}",
+                    subject_type="message",
+                    subject_id=str(message.pk),
+                )
+                given_up.append(str(message.pk))
+            message.save(update_fields=["analysis_claimed_until", "analysis", "analyzed_at", "learned"])
+    logger.warning(
+        "analysis of %d message(s) failed (%s); released%s",
+        len(message_ids),
+        reason,
+        f", given up on {given_up}" if given_up else "",
+    )
+    return given_up

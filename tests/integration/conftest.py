@@ -7,6 +7,7 @@ Locally these tests skip when a service is missing. With ``REQUIRE_SERVICES=1`` 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -68,7 +69,11 @@ def celery_worker(postgres, broker_url):
     queue = f"test-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        # The production settings, as a deployed worker runs them (a cache of its own: one process).
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "SECRET_KEY": secrets.token_urlsafe(64),
+        "ALLOWED_HOSTS": "localhost",
+        "CACHE_URL": "locmemcache://",
         "DATABASE_URL": _database_url(postgres),
         "CELERY_BROKER_URL": broker_url,
         "CELERY_QUEUE": queue,
