@@ -20,10 +20,11 @@ class ReusedClientRedisCacheClient(django_redis.RedisCacheClient):
         self._clients: dict[int, Any] = {}
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        index = self._get_connection_pool_index(write)
+        base: Any = self  # Django's private helpers, which its type stubs don't declare
+        index = base._get_connection_pool_index(write)
         client = self._clients.get(index)
         if client is None:
-            client = self._clients.setdefault(index, self._client(connection_pool=self._get_connection_pool(write)))
+            client = self._clients.setdefault(index, base._client(connection_pool=base._get_connection_pool(write)))
         return client
 
 

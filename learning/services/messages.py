@@ -350,14 +350,15 @@ def _inputs(
     earlier: dict[Any, str] = {}
     for message, vector in zip(messages, vectors, strict=True):
         now = timezone.now()
-        window = [p for p in windows[message.user_id] if p.message_id != message.pk]
-        texts, window_vectors = [p.prompt_summary for p in window], [p.embedding for p in window]
+        window = [p for p in windows[message.user_id] if p.message_id != message.pk and p.embedding is not None]
+        texts = [p.prompt_summary for p in window]
+        window_vectors = [p.embedding for p in window if p.embedding is not None]
         similar: list[SimilarPrompt] = []
         past: list[PromptPattern] = []
         # Same task, whatever the wording: see learning.analyzer.workflows.
         for index, _ in same_task_matches(message.content, texts, vector, window_vectors):
             pattern = window[index]
-            similarity = float(np.dot(vector, pattern.embedding))
+            similarity = float(np.dot(vector, window_vectors[index]))
             similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))
             past.append(pattern)
         similar.sort(key=lambda p: -p.similarity)
