@@ -144,8 +144,10 @@ def api_key_mark_used(*, api_key_id: str, used_at: datetime) -> int:
 
 
 def user_delete_erased(*, user: User, counts: dict[str, int]) -> None:
-    """The last step of an erasure (``promotions.erasure``): the user's keys, memberships, sessions
-    and the admin log's entries about them, then the user row itself."""
+    """The last step of an erasure (``promotions.erasure``): the user's keys, memberships, sessions,
+    the admin log's entries about them and the login-lockout records of their username, then the
+    user row itself."""
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog  # noqa: PLC0415
     from django.contrib.admin.models import LogEntry  # noqa: PLC0415 - contrib models need the app registry
     from django.contrib.contenttypes.models import ContentType  # noqa: PLC0415
     from django.contrib.sessions.models import Session  # noqa: PLC0415
@@ -159,6 +161,8 @@ def user_delete_erased(*, user: User, counts: dict[str, int]) -> None:
         counts[LogEntry._meta.db_table] = about.delete()[0] + by.delete()[0]
         sessions = [s.pk for s in Session.objects.iterator() if s.get_decoded().get("_auth_user_id") == str(user.pk)]
         counts[Session._meta.db_table], _ = Session.objects.filter(pk__in=sessions).delete()
+        for lockout in (AccessAttempt, AccessFailureLog, AccessLog):
+            counts[lockout._meta.db_table], _ = lockout.objects.filter(username=user.get_username()).delete()
         user.delete()
         counts[User._meta.db_table] = 1
     for hashed_key in hashed:

@@ -2,8 +2,8 @@
 
 What goes: everything learned about the user (preferences, workflows, taste patterns, memories,
 shared ones included, and their usages), everything they said (messages, prompt patterns, command
-runs), their search traces and marks, task ratings, keys, memberships, sessions, and the promotions
-about their own items. What stays, anonymised: their feedback events (no user, writer, text,
+runs), their search traces and marks, task ratings, keys, memberships, sessions, login-lockout
+records, and the promotions about their own items. What stays, anonymised: their feedback events (no user, writer, text,
 snapshots, context, metadata, session or idempotency key; the kind of signal, its subject, project
 and time remain as evidence), under a ``user_erased`` event that records the erasure. Promotions
 and agent learnings built from several users' evidence stay, with the user's evidence and quotes
