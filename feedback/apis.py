@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import (
+    NewestFirstCursorPagination,
     StrictCharField,
     StrictInputSerializer,
     filterset_parameters,
@@ -155,6 +156,8 @@ def _idempotency_from_header(request: Request, payload: Any) -> Any:
 class FeedbackEventListCreateApi(APIView):
     """The event stream: append one event, or list the events you may read."""
 
+    pagination_class = NewestFirstCursorPagination
+
     @extend_schema(
         request=EventInputSerializer,
         responses={201: EventOutputSerializer, 200: EventOutputSerializer},
@@ -252,6 +255,8 @@ class TaskFeedbackOutputSerializer(serializers.Serializer):
 
 class TaskFeedbackListCreateApi(APIView):
     """Rate a generated task (good/bad, with a reason); the rating is also appended to the event stream."""
+
+    pagination_class = NewestFirstCursorPagination
 
     @extend_schema(
         request=TaskFeedbackInputSerializer,

@@ -62,8 +62,11 @@ def task_feedback_record(
     if idempotency_key:
         existing = FeedbackEvent.objects.filter(writer=draft.writer, idempotency_key=idempotency_key).first()
         if existing is not None:
-            feedback = TaskFeedback.objects.filter(pk=existing.source_record_id).first()
-            if feedback is None or existing.source_table != data.source_table:
+            # The key may name any event of this writer: only a task rating's own event points at a rating
+            # (source_record_id is free text on other events, so it is parsed, never queried as it is).
+            rated = parse_uuid(existing.source_record_id) if existing.source_table == data.source_table else None
+            feedback = TaskFeedback.objects.filter(pk=rated).first() if rated else None
+            if feedback is None:
                 raise Conflict("idempotency_key was already used for another event.", field="idempotency_key")
             return feedback, False
 
