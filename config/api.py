@@ -69,7 +69,7 @@ class NewestFirstCursorPagination(CursorPagination):
         # The position is compared with created_at in SQL: anything but a datetime would be a 500 there.
         if cursor is not None and cursor.position is not None:
             try:
-                position = parse_datetime(cursor.position)
+                position = parse_datetime(str(cursor.position))
             except ValueError:
                 position = None
             if position is None:

@@ -111,7 +111,7 @@ def api_route_not_found(request: HttpRequest) -> HttpResponse:
     return json_not_found(request)
 
 
-def json_bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def json_bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """Django's own 400s (a body over the limit, a disallowed host, too many fields) under /api/ as JSON."""
     if not is_api_request(request):
         return defaults.bad_request(request, exception)
@@ -121,7 +121,7 @@ def json_bad_request(request: HttpRequest, exception: Exception | None = None) -
     return JsonResponse(error_body("bad_request", "The request is malformed."), status=400)
 
 
-def json_permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def json_permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     if not is_api_request(request):
         return defaults.permission_denied(request, exception)
     return JsonResponse(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 
@@ -31,12 +33,11 @@ class CommonMiddleware(DjangoCommonMiddleware):
     POST loses its body, and under DEBUG it is a 500; the API's JSON 404 names the route a slash away
     instead), and a NUL character anywhere in its URL is a 400."""
 
-    def process_request(self, request: HttpRequest) -> HttpResponse | None:
-        if is_api_request(request):
-            refused = _nul_in_url(request)
-            if refused is not None:
-                return refused
-        return super().process_request(request)
+    def process_view(
+        self, request: HttpRequest, view_func: Any, view_args: Any, view_kwargs: Any
+    ) -> HttpResponse | None:
+        # After routing: a path with a NUL that matches no route is already the JSON 404.
+        return _nul_in_url(request) if is_api_request(request) else None
 
     def should_redirect_with_slash(self, request: HttpRequest) -> bool:
         if is_api_request(request):

@@ -16,8 +16,9 @@ import json
 import math
 from typing import Any
 
+from django.conf import settings
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser, get_encoding
+from rest_framework.parsers import JSONParser
 
 # Deeper than any payload the API documents (snapshots are a few levels deep) and far
 # below the depth at which validating or re-encoding the value would recurse too far.
@@ -93,7 +94,11 @@ class StrictJSONParser(JSONParser):
     """``application/json`` bodies, decoded strictly and checked by :func:`check_json_value`."""
 
     def parse(self, stream, media_type=None, parser_context=None) -> Any:
-        encoding = get_encoding(parser_context or {})
+        encoding = (parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET
+        try:
+            "".encode(encoding)  # a text encoding: a bytes codec such as bz2_codec could inflate the body
+        except (LookupError, UnicodeError) as exc:
+            raise JSONParseError(f"Unsupported charset {encoding!r} in the Content-Type header.") from exc
         raw = stream.read()
         try:
             text = raw.decode(encoding)

@@ -17,7 +17,7 @@ Input serializers that refuse unknown fields (``StrictInputSerializer``) say so 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent, force_instance
@@ -140,7 +140,7 @@ class ApiAutoSchema(AutoSchema):
             schema["additionalProperties"] = False
         return schema
 
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+    def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         if direction != "response":
             return responses

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -136,8 +136,14 @@ class EventOutputSerializer(serializers.Serializer):
 _DATETIME = serializers.DateTimeField()
 
 
+@extend_schema_field(EventInputSerializer(many=True))
+class _EventItemsField(serializers.ListField):
+    """Each item is checked by EventInputSerializer in the view (so errors name the item's index);
+    the schema says so, instead of promising that any object is accepted."""
+
+
 class EventBulkInputSerializer(StrictInputSerializer):
-    events = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+    events = _EventItemsField(child=serializers.DictField(), allow_empty=False)
 
 
 class EventBulkOutputSerializer(serializers.Serializer):

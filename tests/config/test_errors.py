@@ -7,7 +7,7 @@ import base64
 import json
 
 import pytest
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.test import Client, RequestFactory, override_settings
 from rest_framework.test import APIClient
 
@@ -159,11 +159,11 @@ def test_django_error_pages_are_json_under_the_api_and_html_elsewhere(db):
     api, page = factory.get("/api/v1/me"), factory.get("/chat/")
     assert_error(handlers.json_bad_request(api, RequestDataTooBig()), 413, "payload_too_large")
     assert_error(handlers.json_bad_request(api, SuspiciousOperation()), 400, "bad_request")
-    assert_error(handlers.json_permission_denied(api, None), 403, "permission_denied")
+    assert_error(handlers.json_permission_denied(api, PermissionDenied()), 403, "permission_denied")
     assert_error(handlers.json_server_error(api), 500, "server_error")
     for response in (
         handlers.json_bad_request(page, SuspiciousOperation()),
-        handlers.json_permission_denied(page, None),
+        handlers.json_permission_denied(page, PermissionDenied()),
         handlers.json_server_error(page),
     ):
         assert response["Content-Type"].startswith("text/html")
