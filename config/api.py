@@ -28,6 +28,15 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: "yes", 1 or "false" are not read as a boolean."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class StrictInputSerializer(serializers.Serializer):
     """An input serializer that names unknown fields instead of ignoring them."""
 
@@ -103,20 +112,25 @@ def paginated_list(
     return paginator.get_paginated_response(output_serializer(page, many=True).data)
 
 
+BOOLEANS = ("true", "false")
+
+
 def filter_queryset(filterset_class: type[django_filters.FilterSet], request: Request, queryset: QuerySet) -> QuerySet:
     """Apply a FilterSet to a queryset; invalid filter values are a 400 naming the parameter."""
     filterset = filterset_class(request.query_params, queryset=queryset, request=request)
     if not filterset.is_valid():
         raise serializers.ValidationError(filterset.errors)
-    # django-filter reads an empty value as "no filter"; for a typed parameter (a number, a date, a
-    # choice) that is a value the schema does not allow, so it is refused rather than ignored.
-    empty = [
-        name
-        for name, flt in filterset.filters.items()
-        if request.query_params.get(name) == "" and type(flt) is not django_filters.CharFilter
-    ]
-    if empty:
-        raise serializers.ValidationError({name: ["This parameter may not be empty."] for name in empty})
+    # django-filter reads an empty value, or a boolean it cannot read, as "no filter"; for a typed
+    # parameter that is a value the schema does not allow, so it is refused rather than ignored.
+    refused: dict[str, list[str]] = {}
+    for name, flt in filterset.filters.items():
+        value = request.query_params.get(name)
+        if value == "" and type(flt) is not django_filters.CharFilter:
+            refused[name] = ["This parameter may not be empty."]
+        elif value is not None and isinstance(flt, django_filters.BooleanFilter) and value.lower() not in BOOLEANS:
+            refused[name] = ['Use "true" or "false".']
+    if refused:
+        raise serializers.ValidationError(refused)
     return filterset.qs
 
 

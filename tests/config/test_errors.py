@@ -15,6 +15,7 @@ from accounts import apis as accounts_apis
 from config import handlers
 from config.parsers import MAX_JSON_DEPTH
 from feedback.models import FeedbackEvent, TaskFeedback
+from tests.factories import PreferenceFactory
 
 EVENTS = "/api/v1/feedback/events"
 VALID = {"event_type": "response_rated", "event_family": "assistant_response", "signal": "positive"}
@@ -193,6 +194,24 @@ def test_django_error_pages_are_json_under_the_api_and_html_elsewhere(db):
 def test_bad_list_parameters_are_a_400_naming_them(world, query, field):
     error = assert_error(world.client("owner").get(EVENTS, query), 400)
     assert field in error["fields"], error
+
+
+@pytest.mark.parametrize("value", ["", "yes", "2"])
+def test_a_boolean_filter_takes_true_or_false(world, value):
+    client = world.client("owner")
+    error = assert_error(client.get("/api/v1/feedback/tasks", {"promoted": value}), 400)
+    assert "promoted" in error["fields"]
+    assert client.get("/api/v1/feedback/tasks", {"promoted": "false"}).status_code == 200
+
+
+@pytest.mark.parametrize("active", ["true", 1, "yes"])
+def test_a_toggle_takes_a_json_boolean(world, active):
+    preference = PreferenceFactory(user=world.owner, active=False)
+    url = f"/api/v1/preferences/{preference.pk}/toggle"
+    error = assert_error(world.client("owner").patch(url, {"active": active}, format="json"), 400)
+    assert "active" in error["fields"]
+    preference.refresh_from_db()
+    assert preference.active is False
 
 
 def test_a_nul_in_the_path_is_a_400(world):
