@@ -151,17 +151,18 @@ class IntegerFilter(django_filters.NumberFilter):
 class _UtcIsoDateTimeField(django_filters.fields.IsoDateTimeField):
     def clean(self, value: Any) -> Any:
         value = super().clean(value)
-        if value is not None:
-            try:
-                value.astimezone(UTC)
-            except OverflowError as exc:  # 0001-01-01T00:00+05:00 is a valid ISO string before year 1 in UTC
-                raise forms.ValidationError("This date/time is out of range once converted to UTC.") from exc
-        return value
+        if value is None:
+            return None
+        try:
+            # In UTC: PostgreSQL refuses offsets beyond ±15:59 that ISO 8601 and Python allow (up to ±23:59).
+            return value.astimezone(UTC)
+        except OverflowError as exc:  # 0001-01-01T00:00+05:00 is a valid ISO string before year 1 in UTC
+            raise forms.ValidationError("This date/time is out of range once converted to UTC.") from exc
 
 
 class IsoDateTimeFilter(django_filters.IsoDateTimeFilter):
-    """An ISO 8601 date/time parameter whose bad values (an offset past ±24h, a date out of range once in
-    UTC) are a 400 naming the parameter: Django would only fail when the query is compiled."""
+    """An ISO 8601 date/time parameter, compared in UTC; bad values (an offset past ±24h, a date out of
+    range once in UTC) are a 400 naming the parameter: Django would only fail when the query runs."""
 
     field_class = _UtcIsoDateTimeField
 

@@ -219,6 +219,17 @@ def test_a_nul_in_the_path_is_a_400(world):
     assert "path" in error["fields"]
 
 
+@pytest.mark.parametrize("offset", ["+23:59", "-19:12", "+00:00"])
+def test_any_valid_offset_works_on_every_database(world, offset):
+    """PostgreSQL takes offsets up to ±15:59 only; the filter compares in UTC."""
+    client = world.client("owner")
+    assert client.post(EVENTS, VALID, format="json").status_code == 201
+    page = client.get(EVENTS, {"created_after": f"2000-01-01T00:00:00{offset}"})
+    assert page.status_code == 200, page.content
+    assert len(page.json()["results"]) == 1
+    assert client.get(EVENTS, {"created_before": f"2000-01-01T00:00:00{offset}"}).json()["results"] == []
+
+
 def test_good_list_parameters_still_work(world):
     client = world.client("owner")
     for _ in range(3):
