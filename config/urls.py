@@ -1,11 +1,12 @@
-"""Root URLs: the API under /api/v1/, its schema and docs, the admin, and /healthz."""
+"""Root URLs: the API under /api/v1/, its schema and docs, the admin, and /healthz; the error handlers."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from config.handlers import api_route_not_found
 from config.health import healthz
 from learning import views as learning_views
 from promotions import views as promotion_views
@@ -41,6 +42,12 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api-auth/", include("rest_framework.urls")),
+    # Last: any other path under /api/ is the API's JSON 404, whatever DEBUG says.
+    re_path(r"^api/", api_route_not_found),
 ]
 
+# Django's own error answers: JSON under /api/, the usual pages elsewhere (config.handlers).
+handler400 = "config.handlers.json_bad_request"
+handler403 = "config.handlers.json_permission_denied"
 handler404 = "config.handlers.json_not_found"
+handler500 = "config.handlers.json_server_error"

@@ -6,7 +6,7 @@ import copy
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import (
+    NewestFirstCursorPagination,
     StrictCharField,
     StrictInputSerializer,
     filterset_parameters,
@@ -142,8 +143,14 @@ class EventOutputSerializer(serializers.Serializer):
 _DATETIME = serializers.DateTimeField()
 
 
+@extend_schema_field(EventInputSerializer(many=True))
+class _EventItemsField(serializers.ListField):
+    """Each item is checked by EventInputSerializer in the view (so errors name the item's index);
+    the schema says so, instead of promising that any object is accepted."""
+
+
 class EventBulkInputSerializer(StrictInputSerializer):
-    events = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+    events = _EventItemsField(child=serializers.DictField(), allow_empty=False)
 
 
 class EventBulkOutputSerializer(serializers.Serializer):
@@ -161,6 +168,8 @@ def _idempotency_from_header(request: Request, payload: Any) -> Any:
 
 class FeedbackEventListCreateApi(APIView):
     """The event stream: append one event, or list the events you may read."""
+
+    pagination_class = NewestFirstCursorPagination
 
     @extend_schema(
         request=EventInputSerializer,
@@ -259,6 +268,8 @@ class TaskFeedbackOutputSerializer(serializers.Serializer):
 
 class TaskFeedbackListCreateApi(APIView):
     """Rate a generated task (good/bad, with a reason); the rating is also appended to the event stream."""
+
+    pagination_class = NewestFirstCursorPagination
 
     @extend_schema(
         request=TaskFeedbackInputSerializer,

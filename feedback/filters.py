@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import django_filters
 
+from config.api import IntegerFilter, IsoDateTimeFilter
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
 
 
@@ -18,9 +19,9 @@ class FeedbackEventFilter(django_filters.FilterSet):
     source_table = django_filters.CharFilter()
     source_record_id = django_filters.CharFilter()
     project = django_filters.CharFilter(field_name="project__slug")
-    user = django_filters.NumberFilter(field_name="user_id")
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    user = IntegerFilter(field_name="user_id")
+    created_after = IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = FeedbackEvent
@@ -30,7 +31,7 @@ class FeedbackEventFilter(django_filters.FilterSet):
 class TaskFeedbackFilter(django_filters.FilterSet):
     rating = django_filters.ChoiceFilter(choices=TaskFeedback.Rating.choices)
     project = django_filters.CharFilter(field_name="project__slug")
-    user = django_filters.NumberFilter(field_name="user_id")
+    user = IntegerFilter(field_name="user_id")
     promoted = django_filters.BooleanFilter()
 
     class Meta:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from rest_framework import serializers
 from rest_framework.request import Request
 
 from accounts.actors import Actor
 from accounts.models import Project, User
 from accounts.selectors import project_get_for_member
-from config.api import StrictInputSerializer
+from config.api import StrictBooleanField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
 
 
@@ -42,4 +41,4 @@ def project_of_user(user: User, slug: str | None, *, actor: Actor) -> Project | 
 
 
 class ToggleInputSerializer(StrictInputSerializer):
-    active = serializers.BooleanField()
+    active = StrictBooleanField()

@@ -26,13 +26,17 @@ class MemoryOutputSerializer(serializers.Serializer):
     edited_at = serializers.DateTimeField(allow_null=True)
 
 
+class MemoryListOutputSerializer(serializers.Serializer):
+    memories = MemoryOutputSerializer(many=True)
+
+
 class MemoryUpdateInputSerializer(StrictInputSerializer):
     content = StrictCharField(required=False, max_length=4000)
     kind = serializers.ChoiceField(choices=Memory.Kind.choices, required=False)
 
 
 class MemoryListApi(APIView):
-    @extend_schema(responses=MemoryOutputSerializer(many=True), summary="What the assistant remembers about you")
+    @extend_schema(responses=MemoryListOutputSerializer, summary="What the assistant remembers about you")
     def get(self, request: Request) -> Response:
         return Response(
             {"memories": MemoryOutputSerializer(selectors.memory_list(user=subject_user(request)), many=True).data}

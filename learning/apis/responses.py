@@ -24,7 +24,7 @@ class ResponseFeedbackInputSerializer(StrictInputSerializer):
         required=False, allow_blank=True, max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
     )
     tool_name = StrictCharField(required=False, allow_blank=True, max_length=100)
-    tool_trace = serializers.JSONField(required=False)
+    tool_trace = serializers.JSONField(required=False, allow_null=True)  # null: no trace, as when absent
     tags = serializers.ListField(child=StrictCharField(max_length=50), required=False, max_length=20)
     project = StrictCharField(required=False, allow_blank=True, max_length=100)
     session_id = StrictCharField(required=False, allow_blank=True, max_length=255)

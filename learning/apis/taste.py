@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -11,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from config.api import StrictCharField, StrictInputSerializer
+from config.api import StrictBooleanField, StrictCharField, StrictInputSerializer
 from feedback.conf import feedback_settings
 from learning import selectors
 from learning.apis.common import project_of_user, subject_user
@@ -60,15 +58,6 @@ class TastePatternStopApi(APIView):
     def post(self, request: Request, pattern_id: int) -> Response:
         pattern = taste.taste_pattern_stop(user=subject_user(request), pattern_id=pattern_id)
         return Response(TastePatternOutputSerializer(pattern).data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true or false only: "yes", 1 or "false" are not read as a success or a failure."""
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
 
 
 class CommandRunInputSerializer(StrictInputSerializer):

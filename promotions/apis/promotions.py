@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import (
+    NewestFirstCursorPagination,
     StrictCharField,
     StrictInputSerializer,
     filterset_parameters,
@@ -71,6 +72,8 @@ def admin_actor(request: Request) -> Actor:
 
 
 class PromotionListCreateApi(APIView):
+    pagination_class = NewestFirstCursorPagination
+
     @extend_schema(
         parameters=filterset_parameters(PromotionFilter),
         responses=PromotionOutputSerializer(many=True),

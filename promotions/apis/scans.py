@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import StrictInputSerializer, filterset_parameters, paginated_list
+from config.api import NewestFirstCursorPagination, StrictInputSerializer, filterset_parameters, paginated_list
 from promotions import scans, selectors
 from promotions.apis.promotions import admin_actor
 from promotions.filters import ScanRunFilter
@@ -83,6 +83,8 @@ class PromotionScanApi(APIView):
 
 
 class ScanRunListApi(APIView):
+    pagination_class = NewestFirstCursorPagination
+
     @extend_schema(
         parameters=filterset_parameters(ScanRunFilter),
         responses=ScanRunOutputSerializer(many=True),
