@@ -78,7 +78,9 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 
 _DATA = Path(__file__).resolve().parent / "analyzer" / "data" / "labelled_messages.jsonl"
 ATTEMPTS = Path(__file__).resolve().parent / "analyzer" / "data" / "steering_attempts.jsonl"
-STEERING_THRESHOLD = 0.5
+# Chosen by grouped 5-fold CV over the labelled lines and the injection set (manage.py analyzer_eval):
+# 0.5 flagged 63 % of unseen attempts, 0.25 flags 81 % with 1 % of ordinary preferences flagged (0.2: 84 %, 1.9 %).
+STEERING_THRESHOLD = 0.25
 PHRASE_WEIGHT = 2.0
 
 

@@ -52,7 +52,8 @@ _IMPERATIVE_TO_ASSISTANT = re.compile(
 )
 # Saying it again: the user has asked, told or corrected this before (a pain point, not a first correction).
 _ASKED_BEFORE = re.compile(
-    r"\b(keep (saying|telling|asking|explaining|reminding|repeating|mentioning|having to)|i keep\b|you keep\b|"
+    r"\b(keep (saying|telling|asking|explaining|reminding|repeating|mentioning|having to)|i keep \w+ing|"
+    r"(?<!could )(?<!can )(?<!would )(?<!will )you keep \w+ing|"
     r"twice|repeatedly|over and over|(second|third|fourth|fifth|nth|\d+(st|nd|rd|th)) time|"
     r"(said|told|mentioned|explained|asked|gave|given|pointed|wrote|showed)( you)?( (this|that|it|them))? "
     r"(before|already|earlier|at the start|originally|twice|in every)|"
