@@ -42,7 +42,8 @@ _REPEAT = re.compile(
 _FRUSTRATION = re.compile(r"\b(ugh|argh|annoy\w*|frustrat\w*|useless|ridiculous|seriously|give up|wasting)\b")
 _TASK_OPEN = re.compile(
     r"^(please |can you |could you |pls |plz |now )?(write|draft|summari[sz]e|translate|create|generate|make|list|"
-    r"turn|rewrite|format|shorten|explain|give me an?|compose|outline|convert|put|prepare|help me|boil|"
+    r"turn|rewrite|format|shorten|explain|give me an?|compose|outline|convert|put|prepare|help me|boil|remind|email|"
+    r"send|book|schedule|reply|respond|update|review|compare|analy[sz]e|fix|add|sort|organi[sz]e|"
     r"bullet-point|find|check|calculate|plan|suggest|recommend|tell me|show me|what|how|why|when|where|who)\b"
 )
 _FIRST_PERSON = re.compile(r"^(i|i'm|im|i've|i'd|my|we|we're|our|i am)\b")
