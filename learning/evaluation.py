@@ -309,20 +309,21 @@ def steering_flags(model: Any, texts: list[str], vectors: np.ndarray) -> list[bo
 
 
 def steering_cv(embedder: Any, rows: list[dict[str, Any]], attempts: list[dict[str, Any]], folds: int = 5):
-    """Grouped cross-validation of the steering check over the labelled messages and the injection
-    attempts together: every text is judged by a model fitted on the other folds. Counts the
-    attempts and labelled steering lines flagged, and the preferences (and all other lines) flagged."""
+    """Grouped cross-validation of the steering check over the labelled messages; the injection
+    attempts are judged too, by every fold's model, but never fitted on (as in production). Counts
+    the attempts and labelled steering lines flagged, and the preferences (and all other lines) flagged."""
     from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
 
     from learning.safety import SteeringModel  # noqa: PLC0415  heavy: scikit-learn
 
-    pool = [dict(row) for row in rows] + [{**a, "type": "none", "steering": True} for a in attempts]
+    pool = [dict(row) for row in rows] + [{**a, "type": "none", "steering": True, "attempt": True} for a in attempts]
     groups = [row.get("family") or row.get("id") or f"row{i}" for i, row in enumerate(pool)]
     labels = [bool(row.get("steering")) for row in pool]
     vectors = embedder.embed([row["text"] for row in pool])
     flags = [False] * len(pool)
     split = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=CV_SEED)
     for fit, test in split.split(pool, labels, groups):
+        fit = [i for i in fit if not pool[i].get("attempt")]
         model = SteeringModel([pool[i] for i in fit], embedder=embedder, vectors=vectors[fit])
         for i, flagged in zip(test, steering_flags(model, [pool[i]["text"] for i in test], vectors[test]), strict=True):
             flags[i] = flagged

@@ -9,8 +9,7 @@
   fitted on (5 folds grouped by paraphrase family). The second stage calibrates the first and
   learns how the types trade off (a pain point is also a correction), so its probabilities can
   be thresholded to abstain;
-- steering: learning.safety's model (n-grams, the embedding and its phrase families), fitted on
-  these rows and the injection attempts (``data/steering_attempts.jsonl``);
+- steering: learning.safety's model (n-grams, the embedding and its phrase families);
 - category (six) and axis (a canonical axis or none) of a preference: over the embedding and
   word (1-2, seen at least twice) n-grams of the labelled preferences (axis also from the canonical axes' exemplars).
 
@@ -34,7 +33,7 @@ from sklearn.multiclass import OneVsRestClassifier
 
 from learning.analyzer.axes import AXIS_EXEMPLARS
 from learning.analyzer.features import Turn, context_cues, cues, steering_cues
-from learning.safety import SteeringModel, injection_attempts
+from learning.safety import SteeringModel
 
 DATA = Path(__file__).resolve().parent / "data" / "labelled_messages.jsonl"
 TYPES = ("preference", "correction", "pain_point", "memory", "none")
@@ -212,8 +211,5 @@ def fit_models(embedder, rows: list[dict[str, Any]], steering: SteeringModel | N
     ``steering``: an already fitted steering model to share (production: learning.safety's)."""
     embedded = embed_turns(embedder, [turn_of(r) for r in rows])
     axis_vectors = embedder.embed([text for texts in AXIS_EXEMPLARS.values() for text in texts])
-    if steering is None:  # fitted on these rows and the injection attempts (which are never analysed here)
-        attempts = injection_attempts()
-        vectors = np.vstack([embedded.text, embedder.embed([row["text"] for row in attempts])])
-        steering = SteeringModel(rows + attempts, embedder=embedder, vectors=vectors)
+    steering = steering or SteeringModel(rows, embedder=embedder, vectors=embedded.text)
     return Models(rows, embedded, axis_vectors, steering)

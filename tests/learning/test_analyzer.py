@@ -237,3 +237,19 @@ def test_the_type_probabilities_are_a_distribution_over_the_types(analyzer):
     assert np.allclose(probabilities.sum(axis=1), 1.0)
     labels = [models.type_model.classes_[int(i)] for i in probabilities.argmax(axis=1)]
     assert labels == ["preference", "correction"]
+
+
+def test_asking_to_keep_answers_short_is_no_complaint_about_repetition(analyzer):
+    result = analyze(analyzer, "Could you keep your replies brief please")
+    assert result.detected == "preference", result
+    assert "brief" in result.preference.description.lower()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Remind the Okafor family their deposit is due, friendly tone.", "Email the supplier that the order is late."],
+)
+def test_a_one_off_task_is_no_memory(analyzer, text):
+    assert text.lower() not in TRAINING_TEXTS
+    result = analyze(analyzer, text)
+    assert predicted_type(result) == "none", result
