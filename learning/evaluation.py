@@ -228,6 +228,7 @@ class PrefEvalScores:
     statements: int = 0
     statements_faithful: int = 0
     statements_learned: int = 0
+    statements_flagged: int = 0
     questions: int = 0
     questions_learned: int = 0
     by_file: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
@@ -260,6 +261,7 @@ def score_prefeval(analyzer: Any, directory: Path) -> PrefEvalScores:
             scores.statements_learned += text is not None
             faithful.append(text is not None and keeps_key(text, salient_key(statement)))
         q_learned = [a.learns_anything for a in q_analyses]
+        scores.statements_flagged += sum(a.steering for a in s_analyses)
         scores.statements += len(statements)
         scores.statements_faithful += sum(faithful)
         scores.questions += len(questions)
@@ -268,4 +270,79 @@ def score_prefeval(analyzer: Any, directory: Path) -> PrefEvalScores:
         scores.missed += [t for t, ok in zip(statements, faithful, strict=True) if not ok]
         scores.false += [t for t, bad in zip(questions, q_learned, strict=True) if bad]
     scores.seconds = time.perf_counter() - started
+    return scores
+
+
+@dataclass
+class SteeringScores:
+    """How the steering check does on texts its model was not fitted on."""
+
+    attempts: int = 0
+    attempts_flagged: int = 0
+    preferences: int = 0
+    preferences_flagged: int = 0
+    ordinary: int = 0
+    ordinary_flagged: int = 0
+    by_technique: dict[str, tuple[int, int]] = field(default_factory=dict)
+    missed: list[str] = field(default_factory=list)
+    false: list[str] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        return self.attempts_flagged / self.attempts if self.attempts else 0.0
+
+    @property
+    def preference_false_rate(self) -> float:
+        return self.preferences_flagged / self.preferences if self.preferences else 0.0
+
+    @property
+    def ordinary_false_rate(self) -> float:
+        return self.ordinary_flagged / self.ordinary if self.ordinary else 0.0
+
+
+def steering_flags(model: Any, texts: list[str], vectors: np.ndarray) -> list[bool]:
+    """Flagged as learning.safety.steering_reasons would: a phrase family matches or the model says so."""
+    from learning.safety import STEERING_THRESHOLD, steering_phrases  # noqa: PLC0415  heavy: scikit-learn
+
+    probabilities = model.probabilities(texts, vectors)
+    return [bool(steering_phrases(t)) or p >= STEERING_THRESHOLD for t, p in zip(texts, probabilities, strict=True)]
+
+
+def steering_cv(embedder: Any, rows: list[dict[str, Any]], attempts: list[dict[str, Any]], folds: int = 5):
+    """Grouped cross-validation of the steering check over the labelled messages; the injection
+    attempts are judged too, by every fold's model, but never fitted on (as in production). Counts
+    the attempts and labelled steering lines flagged, and the preferences (and all other lines) flagged."""
+    from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
+
+    from learning.safety import SteeringModel  # noqa: PLC0415  heavy: scikit-learn
+
+    pool = [dict(row) for row in rows] + [{**a, "type": "none", "steering": True, "attempt": True} for a in attempts]
+    groups = [row.get("family") or row.get("id") or f"row{i}" for i, row in enumerate(pool)]
+    labels = [bool(row.get("steering")) for row in pool]
+    vectors = embedder.embed([row["text"] for row in pool])
+    flags = [False] * len(pool)
+    split = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=CV_SEED)
+    for fit, test in split.split(pool, labels, groups):
+        fit = [i for i in fit if not pool[i].get("attempt")]
+        model = SteeringModel([pool[i] for i in fit], embedder=embedder, vectors=vectors[fit])
+        for i, flagged in zip(test, steering_flags(model, [pool[i]["text"] for i in test], vectors[test]), strict=True):
+            flags[i] = flagged
+    scores = SteeringScores()
+    for row, flagged in zip(pool, flags, strict=True):
+        if row.get("steering"):
+            scores.attempts += 1
+            scores.attempts_flagged += flagged
+            technique = row.get("technique") or "labelled"
+            seen, caught = scores.by_technique.get(technique, (0, 0))
+            scores.by_technique[technique] = (seen + 1, caught + flagged)
+            if not flagged:
+                scores.missed.append(row["text"])
+            continue
+        scores.ordinary += 1
+        scores.ordinary_flagged += flagged
+        if row.get("type") == "preference":
+            scores.preferences += 1
+            scores.preferences_flagged += flagged
+        if flagged:
+            scores.false.append(row["text"])
     return scores

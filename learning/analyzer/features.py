@@ -42,13 +42,52 @@ _REPEAT = re.compile(
 _FRUSTRATION = re.compile(r"\b(ugh|argh|annoy\w*|frustrat\w*|useless|ridiculous|seriously|give up|wasting)\b")
 _TASK_OPEN = re.compile(
     r"^(please |can you |could you |pls |plz |now )?(write|draft|summari[sz]e|translate|create|generate|make|list|"
-    r"turn|rewrite|format|shorten|explain|give me an?|compose|outline|convert|put|prepare|help me|boil|"
+    r"turn|rewrite|format|shorten|explain|give me an?|compose|outline|convert|put|prepare|help me|boil|remind|email|"
+    r"send|book|schedule|reply|respond|update|review|compare|analy[sz]e|fix|add|sort|organi[sz]e|"
     r"bullet-point|find|check|calculate|plan|suggest|recommend|tell me|show me|what|how|why|when|where|who)\b"
 )
 _FIRST_PERSON = re.compile(r"^(i|i'm|im|i've|i'd|my|we|we're|our|i am)\b")
 _PREFER_WORDS = re.compile(r"\b(prefer|like|love|hate|dislike|avoid|enjoy|can't stand|favou?rite)\b")
 _IMPERATIVE_TO_ASSISTANT = re.compile(
     r"\b(use|give|write|answer|reply|respond|call|address|keep|don't|do not|skip|add)\b"
+)
+# Saying it again: the user has asked, told or corrected this before (a pain point, not a first correction).
+_ASKED_BEFORE = re.compile(
+    r"\b(keep (saying|telling|asking|explaining|reminding|repeating|mentioning|having to)|i keep \w+ing|"
+    r"(?<!could )(?<!can )(?<!would )(?<!will )you keep \w+ing|"
+    r"twice|repeatedly|over and over|(second|third|fourth|fifth|nth|\d+(st|nd|rd|th)) time|"
+    r"(said|told|mentioned|explained|asked|gave|given|pointed|wrote|showed)( you)?( (this|that|it|them))? "
+    r"(before|already|earlier|at the start|originally|twice|in every)|"
+    r"as (i|we) (asked|explained|discussed|agreed|said|mentioned|wrote)|we went over|went through this|"
+    r"have to keep|keep having|remind(ing)? you|you never remember|you always forget|all week|all day|"
+    r"in circles|talking to myself|losing (my )?patience|how often|not again|"
+    r"every single time)\b"
+)
+# A request about the output at hand: its audience, occasion or size names one job, not a habit.
+_THIS_JOB = re.compile(
+    r"\b(for (my|our|the|a|an|tomorrow's|today's|friday's|monday's|next) (\w+ ){0,2}"
+    r"(talk|meeting|presentation|post|email|call|slide|deck|flyer|card|newsletter|interview|report|client|class|"
+    r"event|party|trip|visit|review|pitch|toast|speech)|give me (a|an|one|two|three|four|five|six|ten|\d+)\b|"
+    r"(write|draft|make|create|compose|prepare) (me )?(a|an|one|two|three|four|five|\d+)\b|"
+    r"this (one|time)|just this|for now|right now|below|attached|pasted)\b"
+)
+# A rule about a kind of situation or all output: "when you mention...", "in all correspondence", "any X".
+_SCOPE = re.compile(
+    r"\b(when(ever)? (you|i|we|there|it|something|anything)\b|if (you|something|anything|there)\b|"
+    r"(in|for|to|on) (all|any|every|each)\b|(any|every|each|all) \w+ (you|that you|i)\b|"
+    r"anything (you|customer|client)|everything (you|i)|by default|as a rule|not ['\"]?\w+['\"]?\s*[,—-]|"
+    r"instead of|rather than|\bnot\b \w+ (but|—))"
+)
+# A statement of fact about the user or their world: "we use...", "our X is...", "I'm a...", "the X is...".
+_DECLARATIVE = re.compile(
+    r"^(fyi[, ]+|just so you know[, ]+|btw[, ]+)?(i'm|i am|im|i have|i've|i don't|i do not|i work|i live|"
+    r"i use|we use|we're|we are|we have|we don't|our|my|the \w+( \w+)? (is|are|was|runs|uses|has|have|wants|"
+    r"prefers|starts|ends)|there's|there is|[a-z]+ here\b)"
+)
+# Thanks and acknowledgements ("Cheers, that's sorted it."): nothing to change, nothing to keep.
+_ACKNOWLEDGE = re.compile(
+    r"^(thanks|thank you|thx|ty|cheers|great|perfect|nice|awesome|brilliant|lovely|excellent|cool|ok|okay|got it|"
+    r"sounds good|that works|that's (great|perfect|it|sorted|fine|better)|much better|all good|sorted)\b"
 )
 _THIRD_PARTY = re.compile(
     r"^(my|our) (\w+ )?(boss|manager|wife|husband|partner|kids?|son|daughter|team|client|cfo|ceo)\b"
@@ -75,6 +114,12 @@ def cues(text: str) -> np.ndarray:
             bool(_PREFER_WORDS.search(lowered)),
             bool(_IMPERATIVE_TO_ASSISTANT.search(lowered)),
             bool(_THIRD_PARTY.search(lowered)),
+            bool(_ASKED_BEFORE.search(lowered)),
+            bool(_THIS_JOB.search(lowered)),
+            bool(_SCOPE.search(lowered)),
+            bool(_DECLARATIVE.search(lowered)) and "?" not in lowered,
+            bool(re.search(r"\b(you|your|ur)\b", lowered)),
+            bool(_ACKNOWLEDGE.search(lowered)),
         ],
         dtype=np.float32,
     )

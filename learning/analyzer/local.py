@@ -64,7 +64,7 @@ class LocalAnalyzer:
         turns = [turn_from_context(item.current_message, item.recent_context) for item in items]
         embedded = embed_turns(embedder or self.embedder, turns, text_vectors=vectors)
         texts = [t.text for t in turns]
-        type_probs = m.type_model.predict_proba(m.features(turns, embedded))
+        type_probs = m.type_probabilities(turns, embedded)
         steering = m.steering.probabilities(texts, vectors)
         prefs = [i for i, p in enumerate(type_probs) if m.type_model.classes_[int(np.argmax(p))] == "preference"]
         category: dict[int, str] = {}

@@ -1,15 +1,20 @@
 """The local analyzer's classifiers, fitted on the labelled messages (``data/labelled_messages.jsonl``).
 
-- type (preference / correction / pain_point / memory / none): logistic regression over the
+- type (preference / correction / pain_point / memory / none): a stacked model. One-vs-rest
+  logistic regressions (liblinear, dual: the data has far fewer rows than features) over the
   message's MiniLM embedding, the previous assistant turn's embedding, how the message relates
   to that turn (``features.context_cues``), structural cues, and word (1-3) and character (2-5)
-  n-grams, which keep the words themselves in play ("always" vs "this time");
+  n-grams, which keep the words themselves in play ("always" vs "this time"); then a
+  multinomial logistic regression over the log-probabilities those give on rows they were not
+  fitted on (5 folds grouped by paraphrase family). The second stage calibrates the first and
+  learns how the types trade off (a pain point is also a correction), so its probabilities can
+  be thresholded to abstain;
 - steering: learning.safety's model (n-grams, the embedding and its phrase families);
 - category (six) and axis (a canonical axis or none) of a preference: over the embedding and
-  word n-grams of the labelled preferences (axis also from the canonical axes' exemplars).
+  word (1-2, seen at least twice) n-grams of the labelled preferences (axis also from the canonical axes' exemplars).
 
-Everything is fitted in one pass with fixed seeds (liblinear/lbfgs are deterministic), about
-two seconds on one core; ``fit_models`` takes the rows so evaluation can fit on a training fold.
+Everything is fitted with fixed seeds (liblinear/lbfgs are deterministic), a few seconds on one
+core; ``fit_models`` takes the rows so evaluation can fit on a training fold.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import numpy as np
 from scipy import sparse
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedGroupKFold
+from sklearn.multiclass import OneVsRestClassifier
 
 from learning.analyzer.axes import AXIS_EXEMPLARS
 from learning.analyzer.features import Turn, context_cues, cues, steering_cues
@@ -35,6 +42,9 @@ PREVIOUS_WEIGHT = 0.5  # the previous turn informs, the message decides
 CUE_WEIGHT = 0.5
 WORD_WEIGHT = 0.5  # chosen by grouped cross-validation on the training part (0.5/1/2)
 SEED = 0
+TYPE_C = 4.0  # first stage; chosen by grouped CV on the training part (2/4/8)
+META_C = 0.3  # second stage; chosen by grouped CV on the training part (0.3/1/3)
+INNER_FOLDS = 5
 
 
 def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
@@ -45,6 +55,56 @@ def turn_of(row: dict[str, Any]) -> Turn:
     """A labelled row as the analyzer would see it live."""
     earlier = tuple(m["content"] for m in row.get("recent") or [] if m.get("role") == "user")
     return Turn(text=row["text"], previous_assistant=row.get("previous_assistant") or "", earlier_user=earlier)
+
+
+def _first_stage() -> OneVsRestClassifier:
+    return OneVsRestClassifier(
+        LogisticRegression(
+            C=TYPE_C, class_weight="balanced", solver="liblinear", dual=True, max_iter=4000, random_state=SEED
+        )
+    )
+
+
+class StackedTypeModel:
+    """The type classifier: first-stage probabilities, re-weighed by a second stage fitted on
+    out-of-fold first-stage probabilities (see the module docstring)."""
+
+    def __init__(self, features: sparse.csr_matrix, labels: list[str], groups: list[str], context: np.ndarray) -> None:
+        y = np.array(labels)
+        out_of_fold = np.zeros((len(y), len(TYPES)))
+        folds = StratifiedGroupKFold(n_splits=INNER_FOLDS, shuffle=True, random_state=SEED)
+        for fit, held in folds.split(features, y, groups):
+            model = _first_stage().fit(features[fit], y[fit])
+            out_of_fold[held] = self._aligned(model, model.predict_proba(features[held]))
+        self.first = _first_stage().fit(features, y)
+        self.meta = LogisticRegression(C=META_C, class_weight="balanced", max_iter=4000, random_state=SEED)
+        self.meta.fit(self._meta_features(out_of_fold, context), y)
+        self.classes_ = self.meta.classes_
+
+    @staticmethod
+    def _meta_features(first: np.ndarray, context: np.ndarray) -> np.ndarray:
+        """Log-probabilities, and whether there is a turn to correct or repeat (``has_context``)."""
+        return np.hstack([np.log(first + 1e-6), context])
+
+    @staticmethod
+    def _aligned(model, probs: np.ndarray) -> np.ndarray:
+        """Probabilities in TYPES order (a fold may lack a type: it gets 0)."""
+        out = np.zeros((len(probs), len(TYPES)))
+        for j, label in enumerate(model.classes_):
+            out[:, TYPES.index(label)] = probs[:, j]
+        return out
+
+    def predict_proba(self, features: sparse.csr_matrix, context: np.ndarray) -> np.ndarray:
+        first = self._aligned(self.first, self.first.predict_proba(features))
+        return self.meta.predict_proba(self._meta_features(first, context))
+
+
+def has_context(turns: list[Turn]) -> np.ndarray:
+    """Per turn: is there a previous assistant turn, are there earlier user turns (the second stage's
+    own evidence: a correction or a pain point refers to something said before)."""
+    return np.array([[bool(t.previous_assistant), bool(t.earlier_user)] for t in turns], dtype=np.float64).reshape(
+        len(turns), 2
+    )
 
 
 @dataclass
@@ -92,12 +152,16 @@ class Models:
         texts = [t.text for t in turns]
         self.words = TfidfVectorizer(ngram_range=(1, 3), sublinear_tf=True, lowercase=True)
         self.chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, min_df=2)
+        # Category and axis read fewer, shared n-grams: as accurate under grouped CV, and fitted in a
+        # fraction of the time (lbfgs over every rare trigram was most of the start-up cost).
+        self.pref_words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True, min_df=2)
         self.words.fit(texts)
         self.chars.fit(texts)
+        self.pref_words.fit(texts)
         features = self.features(turns, embedded)
 
-        self.type_model = LogisticRegression(C=4.0, class_weight="balanced", max_iter=4000, random_state=SEED)
-        self.type_model.fit(features, [r["type"] for r in rows])
+        groups = [r.get("family") or r.get("id") or f"row{i}" for i, r in enumerate(rows)]
+        self.type_model = StackedTypeModel(features, [r["type"] for r in rows], groups, has_context(turns))
 
         prefs = [i for i, r in enumerate(rows) if r["type"] == "preference"]
         pref_features = self.preference_features([texts[i] for i in prefs], embedded.text[prefs])
@@ -134,8 +198,12 @@ class Models:
         words = self.words.transform(texts) * WORD_WEIGHT
         return sparse.hstack([sparse.csr_matrix(dense), words, self.chars.transform(texts)]).tocsr()
 
+    def type_probabilities(self, turns: list[Turn], embedded: Embedded) -> np.ndarray:
+        """Each turn's probability of each type, in ``type_model.classes_`` order."""
+        return self.type_model.predict_proba(self.features(turns, embedded), has_context(turns))
+
     def preference_features(self, texts: list[str], vectors: np.ndarray) -> sparse.csr_matrix:
-        return sparse.hstack([sparse.csr_matrix(vectors), self.words.transform(texts)]).tocsr()
+        return sparse.hstack([sparse.csr_matrix(vectors), self.pref_words.transform(texts)]).tocsr()
 
 
 def fit_models(embedder, rows: list[dict[str, Any]], steering: SteeringModel | None = None) -> Models:

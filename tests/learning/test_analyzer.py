@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from learning.analyzer import describe
@@ -200,3 +201,55 @@ def test_steering_reasons_for_the_other_callers(analyzer, text):
 )
 def test_ordinary_preferences_are_not_steering(analyzer, text):
     assert steering_reasons(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I keep telling you: our office is in Leeds, not Leicester.",
+        "For the third time, the invoice number goes in the subject line.",
+    ],
+)
+def test_repeating_oneself_without_the_previous_turn_is_a_pain_point(analyzer, text):
+    assert text.lower() not in TRAINING_TEXTS
+    result = analyze(analyzer, text)
+    assert result.detected == "pain_point", result
+    assert result.preference is None
+
+
+@pytest.mark.parametrize("text", ["Thanks, that works.", "Perfect, that's exactly it.", "ok, next one"])
+def test_thanks_and_acknowledgements_learn_nothing(analyzer, text):
+    assert text.lower() not in TRAINING_TEXTS
+    result = analyze(analyzer, text, previous="Here is the revised schedule.")
+    assert predicted_type(result) == "none", result
+    assert not result.learns_anything
+
+
+def test_the_type_probabilities_are_a_distribution_over_the_types(analyzer):
+    from learning.analyzer.features import Turn  # noqa: PLC0415
+    from learning.analyzer.model import TYPES, embed_turns  # noqa: PLC0415
+
+    turns = [Turn("Always reply in French.", ""), Turn("No, the Tuesday one.", "I booked Monday.")]
+    models = analyzer.models
+    probabilities = models.type_probabilities(turns, embed_turns(analyzer.embedder, turns))
+    assert sorted(models.type_model.classes_) == sorted(TYPES)
+    assert probabilities.shape == (2, len(TYPES))
+    assert np.allclose(probabilities.sum(axis=1), 1.0)
+    labels = [models.type_model.classes_[int(i)] for i in probabilities.argmax(axis=1)]
+    assert labels == ["preference", "correction"]
+
+
+def test_asking_to_keep_answers_short_is_no_complaint_about_repetition(analyzer):
+    result = analyze(analyzer, "Could you keep your replies brief please")
+    assert result.detected == "preference", result
+    assert "brief" in result.preference.description.lower()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Remind the Okafor family their deposit is due, friendly tone.", "Email the supplier that the order is late."],
+)
+def test_a_one_off_task_is_no_memory(analyzer, text):
+    assert text.lower() not in TRAINING_TEXTS
+    result = analyze(analyzer, text)
+    assert predicted_type(result) == "none", result

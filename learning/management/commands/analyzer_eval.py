@@ -20,6 +20,7 @@ from learning.evaluation import (
     local_grouped_cv,
     score_analyses,
     score_prefeval,
+    steering_cv,
     throughput,
 )
 
@@ -77,6 +78,7 @@ class Command(BaseCommand):
                     f"{scores.macro_f1:.3f} ({per_type}); category accuracy {scores.category_accuracy:.3f}"
                 )
             self.prefeval(production, options["prefeval"], show)
+            self.steering(embedder, rows, show)
         if wanted in ("openai", "all"):
             if not settings.OPENAI_BASE_URL:
                 self.stdout.write("== openai analyzer: OPENAI_BASE_URL not set (skipped)")
@@ -114,6 +116,32 @@ class Command(BaseCommand):
             for gold, text in scores.unfaithful:
                 self.stdout.write(f"       mislearned ({gold}): {text}")
 
+    def steering(self, embedder, rows, show: bool) -> None:
+        from learning.safety import injection_attempts  # noqa: PLC0415  heavy: scikit-learn
+
+        scores = steering_cv(embedder, rows, injection_attempts())
+        self.stdout.write(
+            "  -- steering check (learning.safety), grouped 5-fold CV of the labelled lines; injection set never fitted"
+        )
+        techniques = ", ".join(
+            f"{name} {caught}/{seen}" for name, (seen, caught) in sorted(scores.by_technique.items())
+        )
+        self.stdout.write(
+            f"     attempts flagged     {scores.recall:.3f} ({scores.attempts_flagged}/{scores.attempts}: {techniques})"
+        )
+        self.stdout.write(
+            f"     preferences flagged  {scores.preference_false_rate:.3f} "
+            f"({scores.preferences_flagged}/{scores.preferences} ordinary preferences)"
+        )
+        self.stdout.write(
+            f"     other lines flagged  {scores.ordinary_false_rate:.3f} ({scores.ordinary_flagged}/{scores.ordinary})"
+        )
+        if show:
+            for text in scores.missed:
+                self.stdout.write(f"       missed: {text}")
+            for text in scores.false:
+                self.stdout.write(f"       false:  {text}")
+
     def prefeval(self, analyzer, directory: Path, show: bool) -> None:
         if not directory.is_dir():
             self.stdout.write(f"  PrefEval folder not found: {directory} (skipped)")
@@ -124,6 +152,9 @@ class Command(BaseCommand):
             self.stdout.write(f"     {name:<36} faithful {sl:>3}/{s:<3} questions learned {ql:>3}/{q}")
         self.stdout.write(f"     faithful recall      {pe.recall:.3f} ({pe.statements_faithful}/{pe.statements})")
         self.stdout.write(f"     questions learned    {pe.false_rate:.3f} ({pe.questions_learned}/{pe.questions})")
+        self.stdout.write(
+            f"     flagged as steering  {pe.statements_flagged}/{pe.statements} statements (ordinary, never fitted on)"
+        )
         count = pe.statements + pe.questions
         self.stdout.write(f"     throughput           {count / pe.seconds:.0f} messages/s ({count} messages)")
         if show:
