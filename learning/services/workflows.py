@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from accounts.models import Project, User
@@ -22,26 +22,25 @@ from learning.services.common import changed_after_commit, reinforced
 PRIVATE = "private"
 
 
-def _reply_to(request: ChatMessage) -> str:
-    """The assistant message that answered a request in its session (before the user spoke again)."""
-    following = (
-        ChatMessage.objects.filter(
-            user_id=request.user_id, session_id=request.session_id, created_at__gt=request.created_at
-        )
-        .order_by("created_at")
-        .values_list("role", "content")[:2]
-    )
-    for role, content in following:
-        return content if role == ChatMessage.Role.ASSISTANT else ""
-    return ""
-
-
 def _example(requests: Sequence[ChatMessage]) -> tuple[str, str]:
-    """The newest request that has an answer, with the answer; else the newest request alone."""
-    for request in sorted(requests, key=lambda m: m.created_at, reverse=True):
-        reply = _reply_to(request)
-        if reply:
-            return request.content, reply
+    """The newest request that has an answer (the assistant message that followed it in its session
+    before the user spoke again), with the answer; else the newest request alone. One query."""
+    following = ChatMessage.objects.filter(
+        user_id=OuterRef("user_id"), session_id=OuterRef("session_id"), created_at__gt=OuterRef("created_at")
+    ).order_by("created_at")
+    answered = (
+        ChatMessage.objects.filter(pk__in=[r.pk for r in requests])
+        .annotate(
+            next_role=Subquery(following.values("role")[:1]), next_content=Subquery(following.values("content")[:1])
+        )
+        .filter(next_role=ChatMessage.Role.ASSISTANT)
+        .exclude(next_content="")
+        .order_by("-created_at")
+        .values_list("content", "next_content")
+        .first()
+    )
+    if answered is not None:
+        return answered[0], answered[1]
     return (requests[-1].content if requests else ""), ""
 
 

@@ -11,6 +11,7 @@ from learning.context.render import context_render
 from learning.models import LearnedWorkflow, PromptPattern
 from learning.services import messages
 from learning.services.usages import usages_record
+from learning.services.workflows import _example
 from tests.factories import LearnedWorkflowFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -230,3 +231,17 @@ def test_the_workflow_list_says_whether_a_workflow_is_shared(world):
     response = world.client("owner").get("/api/v1/workflows")
     assert response.status_code == 200
     assert [w["visibility"] for w in response.json()["workflows"]] == ["private"]
+
+
+def test_the_example_is_the_newest_request_answered_before_the_user_spoke_again(user):
+    def say(role, content, session_id):
+        return messages.message_observe(user=user, session_id=session_id, role=role, content=content)[0]
+
+    first = say("user", "Summarise the Harbour invoice thread", "a")
+    say("assistant", "Answer to the first", "a")
+    second = say("user", "Summarise the Tanaka invoice thread", "b")
+    say("user", "Never mind, later", "b")  # the user spoke again: the later assistant turn is not its answer
+    say("assistant", "Answer to something else", "b")
+    third = say("user", "Summarise the Acme invoice thread", "c")  # not answered yet
+    assert _example([first, second, third]) == ("Summarise the Harbour invoice thread", "Answer to the first")
+    assert _example([second, third]) == ("Summarise the Acme invoice thread", "")
