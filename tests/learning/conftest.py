@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from learning.analyzer.local import LocalAnalyzer, get_local_analyzer
 from learning.models import TastePattern
 from learning.services import messages, taste
+from tests.learning.fake_openai import FakeOpenAI
 
 RUNS, DECISIONS, CONTEXT = "/api/v1/commands/runs", "/api/v1/commands/decisions", "/api/v1/context"
 # Long enough that dropping the short last section is no length direction: the section is the only one.
@@ -26,6 +27,24 @@ WITHOUT_NEXT_STEPS = REPORT.split("\n\n## Next Steps")[0]
 @pytest.fixture(scope="session")
 def analyzer() -> LocalAnalyzer:
     return get_local_analyzer()
+
+
+@pytest.fixture
+def fake():
+    """The local server that speaks the OpenAI API (tests/learning/fake_openai.py)."""
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def configured(fake, settings, analyzer):
+    """The OpenAI-compatible analyzer pointed at ``fake``: short timeout, no retries."""
+    settings.OPENAI_API_KEY = "sk-test"
+    settings.OPENAI_BASE_URL = fake.base_url
+    settings.ANALYZER_TIMEOUT_SECONDS = 2.0
+    settings.ANALYZER_MAX_RETRIES = 0
+    return fake
 
 
 @pytest.fixture

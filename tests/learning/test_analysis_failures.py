@@ -20,7 +20,7 @@ from learning.analyzer.base import AnalyzerInput
 from learning.models import ChatMessage, Preference
 from learning.services import messages
 from tests.factories import UserFactory
-from tests.learning.fake_openai import FakeOpenAI, Reply
+from tests.learning.fake_openai import Reply
 from tests.learning.test_openai_analyzer import GOOD
 
 
@@ -47,22 +47,6 @@ MALFORMED = {
     "server-error": Reply(status=500),
     "slow": Reply(content=json.dumps(GOOD), delay=3.0),  # slower than the 2 s timeout
 }
-
-
-@pytest.fixture
-def fake():
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def configured(fake, settings, analyzer):
-    settings.OPENAI_API_KEY = "sk-test"
-    settings.OPENAI_BASE_URL = fake.base_url
-    settings.ANALYZER_TIMEOUT_SECONDS = 2.0
-    settings.ANALYZER_MAX_RETRIES = 0
-    return fake
 
 
 def _stored(user, content: str, django_capture_on_commit_callbacks) -> ChatMessage:

@@ -13,7 +13,7 @@ from learning.analyzer.openai_analyzer import OpenAIAnalyzer
 from learning.models import Preference
 from learning.services import messages
 from tests.factories import UserFactory
-from tests.learning.fake_openai import FakeOpenAI, Reply
+from tests.learning.fake_openai import Reply
 
 GOOD = {
     "detected": "preference",
@@ -29,22 +29,6 @@ GOOD = {
     "reasoning": "asks for short answers in general",
     "steering": False,
 }
-
-
-@pytest.fixture
-def fake():
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def configured(fake, settings, analyzer):
-    settings.OPENAI_API_KEY = "sk-test"
-    settings.OPENAI_BASE_URL = fake.base_url
-    settings.ANALYZER_TIMEOUT_SECONDS = 2.0
-    settings.ANALYZER_MAX_RETRIES = 0
-    return fake
 
 
 def test_settings_choose_the_openai_analyzer(configured):
