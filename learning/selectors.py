@@ -53,18 +53,19 @@ def memory_visibility_q(*, user: User, project: Project | None = None) -> Q:
     )
 
 
-def memory_list(*, user: User, project: Project | None = None) -> QuerySet[Memory]:
-    """Memories the user may see (see memory_visibility_q), most confident first."""
-    return Memory.objects.filter(memory_visibility_q(user=user, project=project), status=Memory.Status.ACTIVE).order_by(
-        "-confidence", "-created_at"
-    )
+def memory_list(*, user: User, project: Project | None = None, within: Q | None = None) -> QuerySet[Memory]:
+    """Memories the user may see (see memory_visibility_q), most confident first. ``within`` narrows
+    them further (a service key's project limit: ``Actor.limit_q()``)."""
+    visible = memory_visibility_q(user=user, project=project) & (within or Q())
+    return Memory.objects.filter(visible, status=Memory.Status.ACTIVE).order_by("-confidence", "-created_at")
 
 
-def memory_get_visible(*, user: User, memory_id: str) -> Memory | None:
+def memory_get_visible(*, user: User, memory_id: str, within: Q | None = None) -> Memory | None:
     """A memory the user may see (their own private one, or a shared one in their reach), or None."""
     if parse_uuid(memory_id) is None:
         return None
-    return Memory.objects.select_related("owner").filter(memory_visibility_q(user=user), pk=memory_id).first()
+    visible = memory_visibility_q(user=user) & (within or Q())
+    return Memory.objects.select_related("owner").filter(visible, pk=memory_id).first()
 
 
 def memory_get_own(*, user: User, memory_id: str) -> Memory | None:

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.actors import Actor
 from config.api import StrictCharField, StrictInputSerializer
 from learning import selectors
 from learning.apis.common import subject_user
@@ -39,7 +40,12 @@ class MemoryListApi(APIView):
     @extend_schema(responses=MemoryListOutputSerializer, summary="What the assistant remembers about you")
     def get(self, request: Request) -> Response:
         return Response(
-            {"memories": MemoryOutputSerializer(selectors.memory_list(user=subject_user(request)), many=True).data}
+            {
+                "memories": MemoryOutputSerializer(
+                    selectors.memory_list(user=subject_user(request), within=Actor.from_request(request).limit_q()),
+                    many=True,
+                ).data
+            }
         )
 
 
@@ -48,7 +54,9 @@ class MemoryDetailApi(APIView):
     copy answers 409: it changes only through the promotion that shared it)."""
 
     def _memory(self, request: Request, memory_id: str) -> Memory:
-        memory = selectors.memory_get_visible(user=subject_user(request), memory_id=memory_id)
+        memory = selectors.memory_get_visible(
+            user=subject_user(request), memory_id=memory_id, within=Actor.from_request(request).limit_q()
+        )
         if memory is None:
             raise NotFound("No such memory.")
         return memory

@@ -4,6 +4,7 @@ named by X-On-Behalf-Of is created by their first successful write only, and nev
 from __future__ import annotations
 
 import io
+import uuid
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -14,6 +15,7 @@ from tests.factories import (
     ChunkFactory,
     DocumentFactory,
     FeedbackEventFactory,
+    MemoryFactory,
     ProjectFactory,
     RetrievalFeedbackFactory,
     TaskFeedbackFactory,
@@ -225,3 +227,26 @@ def test_the_command_and_the_admin_set_the_limit(world):
     assert refused.status_code == 200
     assert b"Only service keys" in refused.content
     assert not user_key.projects.exists()
+
+
+def test_a_limited_key_lists_and_reads_memories_of_its_projects_only(world):
+    gemini = ProjectFactory(slug="gemini")
+    world.owner.memberships.create(project=gemini)
+    own = MemoryFactory(owner=world.owner)
+    inside, outside = (
+        MemoryFactory(owner=world.member, visibility="project", project=project, promotion_id=uuid.uuid4())
+        for project in (world.project, gemini)
+    )
+    acting = world.client("service", on_behalf_of="ext-owner")
+    assert {m["id"] for m in acting.get("/api/v1/memories").json()["memories"]} == {
+        str(own.pk),
+        str(inside.pk),
+        str(outside.pk),
+    }
+    limit(world, "apollo")
+    listed = {m["id"] for m in acting.get("/api/v1/memories").json()["memories"]}
+    assert listed == {str(own.pk), str(inside.pk)}
+    assert acting.get(f"/api/v1/memories/{outside.pk}").status_code == 404
+    assert acting.get(f"/api/v1/memories/{inside.pk}").status_code == 200
+    # The user's own key has no project limit: the user sees every memory in their reach.
+    assert str(outside.pk) in {m["id"] for m in world.client("owner").get("/api/v1/memories").json()["memories"]}
