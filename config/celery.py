@@ -14,9 +14,12 @@ it they would wait for beat's next sweep.
 
 import logging
 import os
+from typing import Any
 
 from celery import Celery, bootsteps
 from celery.signals import worker_process_init
+from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
@@ -49,6 +52,27 @@ class SweepOnConnect(bootsteps.StartStopStep):
 
 
 app.steps["consumer"].add(SweepOnConnect)
+
+_redis_ack = kombu_redis.QoS.ack
+
+
+def _ack_frees_the_prefetch_slot(self: Any, delivery_tag: Any) -> None:
+    """kombu's Redis ``QoS.ack`` drops the message from the broker's unacked index, then frees the
+    consumer's prefetch slot; when the broker call fails (a Redis that stalls past ``socket_timeout``
+    while the consumer's own connection survives, so no reconnection follows), the slot is never
+    freed, and at ``CELERY_WORKER_PREFETCH_MULTIPLIER`` 1 the worker stops taking tasks for good
+    (bench/outage.py --how pause: "Couldn't ack", then nothing analysed). The slot is freed either
+    way; the message left in the unacked index is redelivered after the visibility timeout, which
+    analyses nothing twice (a delivery of an analysed message is a no-op). The error still reaches
+    Celery, which logs it."""
+    try:
+        _redis_ack(self, delivery_tag)
+    except Exception:
+        virtual.QoS.ack(self, delivery_tag)
+        raise
+
+
+kombu_redis.QoS.ack = _ack_frees_the_prefetch_slot  # type: ignore[method-assign]
 
 
 @worker_process_init.connect
