@@ -147,13 +147,14 @@ def run_state(database_url: str, run: str, down: float = 0.0, up: float = 0.0) -
     )
 
 
-def wait_analysed(database_url: str, run: str, timeout: float) -> None:
+def wait_analysed(database_url: str, run: str, timeout: float) -> bool:
     deadline = time.time() + timeout
     while time.time() < deadline:
         state = run_state(database_url, run)
         if state.analysed + state.given_up >= state.stored:
-            return
+            return True
         time.sleep(0.5)
+    return False
 
 
 def count_logged(log: Path) -> Counter:
@@ -186,7 +187,8 @@ def scenario(
     ) as base:
         # Warm up gunicorn and the worker (it loads the embedding model on its first task).
         warm = load(base, key, "messages", requests=20, concurrency=2)
-        wait_analysed(database_url, warm["run"], 180)
+        if not wait_analysed(database_url, warm["run"], args.drain_timeout):
+            raise SystemExit(f"{name}: the worker did not analyse 20 messages within {args.drain_timeout:g} s")
 
         def post() -> None:
             outcome.posts = load(
