@@ -81,12 +81,21 @@ def service_key(env: dict) -> str:
 
 
 @contextmanager
-def gunicorn(env: dict, port: int, workers: int, threads: int):
+def gunicorn(
+    env: dict,
+    port: int,
+    workers: int,
+    threads: int,
+    *,
+    config: str = "config/gunicorn.conf.py",
+    log: Path | None = None,
+):
+    output = open(log, "w") if log else None  # noqa: SIM115 - closed below
     server = subprocess.Popen(
         [
             str(BIN / "gunicorn"),
             "-c",
-            "config/gunicorn.conf.py",
+            config,
             "config.wsgi:application",
             "--workers",
             str(workers),
@@ -101,6 +110,8 @@ def gunicorn(env: dict, port: int, workers: int, threads: int):
         ],
         cwd=ROOT,
         env=env,
+        stdout=output,
+        stderr=subprocess.STDOUT if output else None,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -116,10 +127,12 @@ def gunicorn(env: dict, port: int, workers: int, threads: int):
     finally:
         server.terminate()
         server.wait(timeout=30)
+        if output:
+            output.close()
 
 
 @contextmanager
-def celery_worker(env: dict, concurrency: int):
+def celery_worker(env: dict, concurrency: int, log_level: str = "warning"):
     log = open(ROOT / "var" / "bench-worker.log", "w")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
         [
@@ -136,7 +149,7 @@ def celery_worker(env: dict, concurrency: int):
             "--without-gossip",
             "--without-mingle",
             "-l",
-            "warning",
+            log_level,
         ],
         cwd=ROOT,
         env=env,
@@ -151,8 +164,33 @@ def celery_worker(env: dict, concurrency: int):
         log.close()
 
 
+@contextmanager
+def celery_beat(env: dict):
+    """``celery beat``, the production schedule (config/settings/base.py: CELERY_BEAT_SCHEDULE),
+    with a schedule file of its own under var/."""
+    log = open(ROOT / "var" / "bench-beat.log", "w")  # noqa: SIM115 - closed below
+    schedule = ROOT / "var" / f"bench-beat-{env['CELERY_QUEUE']}"
+    beat = subprocess.Popen(
+        [PY, "-m", "celery", "-A", "config", "beat", "-s", str(schedule), "-l", "warning"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        yield beat
+    finally:
+        beat.terminate()
+        beat.wait(timeout=30)
+        log.close()
+        for leftover in schedule.parent.glob(f"{schedule.name}*"):
+            leftover.unlink()
+
+
 def load(base: str, key: str, mode: str, **options: object) -> dict:
+    """Run bench/loadgen.py; ``name=value`` is ``--name value``, ``name=True`` the flag ``--name``."""
     args = [PY, str(ROOT / "bench" / "loadgen.py"), "--url", base, "--key", key, "--mode", mode]
     for name, value in options.items():
-        args += [f"--{name.replace('_', '-')}", str(value)]
+        flag = f"--{name.replace('_', '-')}"
+        args += [flag] if value is True else [flag, str(value)]
     return json.loads(sh(args, dict(os.environ)).strip().splitlines()[-1])

@@ -91,6 +91,7 @@ async def run(args: argparse.Namespace) -> dict:
     headers = {"Authorization": f"Bearer {args.key}", "Content-Type": "application/json"}
     latencies: list[float] = []
     statuses: dict[int, int] = {}
+    trace: list[tuple[float, float, int]] = []  # (sent at, epoch seconds; latency ms; status), with --trace
     accepted_events = 0
     counter = iter(range(args.requests))
     connector = aiohttp.TCPConnector(limit=args.concurrency)
@@ -103,7 +104,7 @@ async def run(args: argparse.Namespace) -> dict:
             body = bodies(i)
             # The assistant's backend writes for its users: one of --users, by external id.
             request_headers = {**headers, "X-On-Behalf-Of": f"bench-user-{i % args.users}"}
-            started = time.perf_counter()
+            sent_at, started = time.time(), time.perf_counter()
             try:
                 async with session.post(path, data=body, headers=request_headers) as response:
                     await response.read()
@@ -112,6 +113,8 @@ async def run(args: argparse.Namespace) -> dict:
                 status = 0
             latencies.append((time.perf_counter() - started) * 1000)
             statuses[status] = statuses.get(status, 0) + 1
+            if args.trace:
+                trace.append((round(sent_at, 4), round(latencies[-1], 2), status))
             if status == 201:
                 accepted_events += args.bulk_size if args.mode == "bulk" else 1
 
@@ -141,6 +144,7 @@ async def run(args: argparse.Namespace) -> dict:
     ordered = sorted(latencies)
     return {
         "mode": args.mode,
+        "run": run_id,
         "requests": len(latencies),
         "statuses": statuses,
         "accepted_events": accepted_events,
@@ -152,6 +156,7 @@ async def run(args: argparse.Namespace) -> dict:
         "p99_ms": round(percentile(ordered, 99), 2),
         "mean_ms": round(statistics.fmean(ordered), 2) if ordered else None,
         "cpu_seconds": round(time.process_time(), 2),
+        **({"trace": trace} if args.trace else {}),
     }
 
 
@@ -167,6 +172,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200, help="distinct X-On-Behalf-Of users")
     parser.add_argument("--timeout", type=float, default=30.0, help="per request, seconds")
     parser.add_argument("--max-seconds", type=float, default=300.0, help="for the whole run")
+    parser.add_argument("--trace", action="store_true", help="also list every request: sent at, latency, status")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(run(args))))
     sys.stdout.flush()

@@ -3,18 +3,76 @@
 Production settings by default: tasks go to ``CELERY_BROKER_URL`` and a worker
 (``celery -A config worker``) runs them. Under ``config.settings.local`` without a broker,
 tasks run eagerly in-process (development only; production refuses it).
+
+A broker outage: the worker retries its connection (``broker_connection_max_retries``, with
+kombu's back-off of 2, 4, 6, ... up to 30 s between attempts) and, once connected again, asks for
+the analysis sweep at once (:class:`SweepOnConnect`): a Redis broker that restarts without
+persistence has lost every task queued before it went down, and the messages stored during the
+outage had none (their enqueue failed, or a lost task's coalescing mark held it back), so without
+it they would wait for beat's next sweep.
 """
 
+import logging
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import worker_process_init
+from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
+logger = logging.getLogger(__name__)
+
 app = Celery("learninglayer")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# On a lost connection a running analysis finishes: its writes go to PostgreSQL, and a redelivery
+# of its task is a no-op (the messages are analysed). Cancelling it would keep its claim held for
+# ANALYSIS_CLAIM_SECONDS. Explicit: Celery 6 turns it on by default (5 warns of it at every connection loss).
+app.conf.worker_cancel_long_running_tasks_on_connection_loss = False
 app.autodiscover_tasks()
+
+# The sweep a worker asks for when it (re)connects: every message still waiting, whatever its age.
+SWEEP_TASK = "learning.analyze_pending_messages"
+
+
+class SweepOnConnect(bootsteps.StartStopStep):
+    """A consumer step: it starts whenever the worker's connection to the broker does, at start-up
+    and after every reconnection, and queues the analysis sweep (learning.analyze_pending_messages
+    with ``older_than_seconds=0``). Claims keep it from analysing anything twice."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def start(self, c) -> None:
+        try:
+            c.app.send_task(SWEEP_TASK, kwargs={"older_than_seconds": 0})
+        except Exception:  # the broker went again: the next connection (or beat) sweeps
+            logger.warning("could not queue the analysis sweep after connecting to the broker", exc_info=True)
+
+
+app.steps["consumer"].add(SweepOnConnect)
+
+_redis_ack = kombu_redis.QoS.ack
+
+
+def _ack_frees_the_prefetch_slot(self: Any, delivery_tag: Any) -> None:
+    """kombu's Redis ``QoS.ack`` drops the message from the broker's unacked index, then frees the
+    consumer's prefetch slot; when the broker call fails (a Redis that stalls past ``socket_timeout``
+    while the consumer's own connection survives, so no reconnection follows), the slot is never
+    freed, and at ``CELERY_WORKER_PREFETCH_MULTIPLIER`` 1 the worker stops taking tasks for good
+    (bench/outage.py --how pause: "Couldn't ack", then nothing analysed). The slot is freed either
+    way; the message left in the unacked index is redelivered after the visibility timeout, which
+    analyses nothing twice (a delivery of an analysed message is a no-op). The error still reaches
+    Celery, which logs it."""
+    try:
+        _redis_ack(self, delivery_tag)
+    except Exception:
+        virtual.QoS.ack(self, delivery_tag)
+        raise
+
+
+kombu_redis.QoS.ack = _ack_frees_the_prefetch_slot  # type: ignore[method-assign]
 
 
 @worker_process_init.connect

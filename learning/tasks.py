@@ -23,9 +23,13 @@ def analyze_message(message_id: str) -> int:
 
 
 @shared_task(name="learning.analyze_pending_messages", ignore_result=True)
-def analyze_pending_messages() -> int:
-    """Re-enqueue messages whose analysis never ran (e.g. the broker was down when they arrived)."""
-    return messages.analysis_sweep(older_than_seconds=learning_settings.ANALYSIS_SWEEP_AFTER_SECONDS)
+def analyze_pending_messages(older_than_seconds: int | None = None) -> int:
+    """Re-enqueue messages whose analysis never ran (e.g. the broker was down when they arrived),
+    those waiting longer than ``older_than_seconds`` (default ANALYSIS_SWEEP_AFTER_SECONDS; 0: all,
+    as a worker asks when it (re)connects to the broker, config/celery.py)."""
+    if older_than_seconds is None:
+        older_than_seconds = learning_settings.ANALYSIS_SWEEP_AFTER_SECONDS
+    return messages.analysis_sweep(older_than_seconds=older_than_seconds)
 
 
 @shared_task(name="learning.preferences_decay", ignore_result=True)

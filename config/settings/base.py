@@ -159,6 +159,8 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
         {
             "socket_connect_timeout": env.float("CACHE_CONNECT_TIMEOUT", default=0.5),
             "socket_timeout": env.float("CACHE_TIMEOUT", default=0.5),
+            # After a failure the server is not asked again for this long (core/cache.py).
+            "breaker_seconds": env.float("CACHE_BREAKER_SECONDS", default=5.0),
         }
     )
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
-from config.celery import app
+from config.celery import SWEEP_TASK, SweepOnConnect, app
 from learning import tasks
 from learning.context import cache as context_cache
 from learning.models import ChatMessage, Preference, PromptPattern
@@ -131,3 +132,42 @@ def test_an_enqueue_that_raises_is_recovered_by_the_sweep(
     assert ChatMessage.objects.filter(user=world.owner, analyzed_at__isnull=True).count() == 0
     assert Preference.objects.filter(user=world.owner, axis="length:short").exists()
     assert _sweep_later() == 0
+
+
+def test_a_worker_that_connects_to_the_broker_sweeps_every_waiting_message(
+    world, analyzer, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    """A broker that restarts without persistence loses the queued tasks, and messages stored during
+    the outage have none: the worker's consumer step, run at every (re)connection, queues the sweep
+    for all of them at once instead of leaving them to beat's sweep of messages over a minute old."""
+
+    def publish_fails(*args, **kwargs):
+        raise OSError("broker down")
+
+    monkeypatch.setattr(tasks.analyze_message, "apply_async", publish_fails)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _post(world.client("owner"), "From now on keep your answers short.")
+    assert response.status_code == 201, response.content
+    monkeypatch.undo()
+    assert tasks.analyze_pending_messages() == 0  # beat's sweep: too young yet
+
+    sent = []
+
+    def send_task(name, kwargs):  # the broker is back; eager here, so the task runs in-process
+        sent.append((name, kwargs))
+        return app.tasks[name].apply(kwargs=kwargs)
+
+    consumer = SimpleNamespace(app=SimpleNamespace(send_task=send_task))
+    step = SweepOnConnect(consumer)
+    assert SweepOnConnect in app.steps["consumer"]
+    step.start(consumer)
+    assert sent == [(SWEEP_TASK, {"older_than_seconds": 0})]
+    assert ChatMessage.objects.get(pk=response.json()["message_id"]).analyzed_at is not None
+    assert Preference.objects.filter(user=world.owner, axis="length:short").exists()
+
+    def broker_gone(name, kwargs):
+        raise OSError("broker down again")
+
+    with caplog.at_level(logging.WARNING, logger="config.celery"):
+        SweepOnConnect(consumer).start(SimpleNamespace(app=SimpleNamespace(send_task=broker_gone)))  # no raise
+    assert any("could not queue the analysis sweep" in r.getMessage() for r in caplog.records)
