@@ -15,6 +15,13 @@ The sentence cosine is taken *centred*: every request shares a direction ("a req
 assistant") that lifts all cosines alike, so the mean embedding of a broad background set of
 messages is subtracted first. That spreads same-task pairs from unrelated ones (ROC AUC over the
 pairs of the sessions data 0.90 -> 0.93) without any fitting to those sessions.
+
+Words are centred the same way. A word alone is a poor input for a sentence model (a bare "diff"
+and "patch" sit at 0.31, "diff" and "menu" at 0.09), so each word is embedded framed as a noun
+phrase ("a diff"), and the mean of the framed background words is taken out: the frame lifts every
+pair alike, the centring removes that lift and what all words share. The aligned residual then
+separates same-task pairs from the rest better (ROC AUC over the tuning pairs 0.82 -> 0.87, from the
+trap pairs alone 0.83 -> 0.87), again without fitting anything to the sessions.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from learning.analyzer.base import AnalyzerInput, WorkflowFinding
 
 # Chosen with `python manage.py workflow_eval` (group-wise cross-validation on
 # learning/analyzer/data/workflow_sessions.jsonl, with a cost on cross-task matches); see the README.
-RESIDUAL_MIN = 0.36  # the words the requests do not share must still align this well
+RESIDUAL_MIN = 0.12  # the words the requests do not share must still align this well (centred cosines)
 SENTENCE_MIN = 0.2  # centred cosine of the sentence embeddings
 MIN_MATCHES = 2  # same-task past requests; with the current one, three of a kind
 
@@ -45,6 +52,8 @@ _word_vectors: dict[str, np.ndarray] = {}
 _word_lock = threading.Lock()
 _WORD_CACHE_MAX = 50_000  # words, about 75 MB of float32 at 384 dimensions
 _BACKGROUND = Path(__file__).parent / "data" / "labelled_messages.jsonl"
+_WORD_FRAME = "a {}"  # see the module docstring: a framed word embeds closer to its meaning
+_CENTRE_WORDS = 600
 
 
 @lru_cache(maxsize=1)
@@ -73,20 +82,37 @@ def centred_cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(centred(a) @ centred(b))
 
 
+@lru_cache(maxsize=1)
+def _word_centre() -> np.ndarray:
+    """The mean embedding of the background set's most used words, framed (computed once per
+    process; a mean settles well before the set's 1,800 words, a third of them is enough)."""
+    counts, _ = _document_frequency()
+    common = sorted(counts, key=lambda w: (-counts[w], w))[:_CENTRE_WORDS]
+    return np.asarray(get_embedder().embed([_WORD_FRAME.format(w) for w in common]), dtype=np.float32).mean(axis=0)
+
+
+def _word_embed(words: list[str]) -> np.ndarray:
+    """Framed word embeddings with the background words' mean taken out, renormalised."""
+    shifted = np.asarray(get_embedder().embed([_WORD_FRAME.format(w) for w in words]), dtype=np.float32)
+    shifted -= _word_centre()
+    return shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
+
+
 def _idf(word: str) -> float:
     counts, total = _document_frequency()
     return math.log((total + 1) / (counts[word] + 1)) + 1.0
 
 
 def _vectors(words: Sequence[str]) -> dict[str, np.ndarray]:
-    """Embeddings of single words, computed once per process (the cache starts over when full)."""
+    """Centred embeddings of single words (``_word_embed``), computed once per process (the cache
+    starts over when full)."""
     with _word_lock:
         if len(_word_vectors) > _WORD_CACHE_MAX:
             _word_vectors.clear()
         known = {w: _word_vectors[w] for w in words if w in _word_vectors}
     missing = sorted({w for w in words if w not in known})
     if missing:
-        fresh = dict(zip(missing, get_embedder().embed(missing), strict=True))
+        fresh = dict(zip(missing, _word_embed(missing), strict=True))
         with _word_lock:
             _word_vectors.update(fresh)
         known.update(fresh)

@@ -67,8 +67,8 @@ def user(db):
 
 
 def test_fresh_paraphrase_groups_form_lookalikes_do_not(embedder):
-    # Measured, not wished: the detection favours precision (see README: 7 of 14 real groups of the
-    # tuning set cross-validated, 4 of 10 held out, no trap). Of these fresh groups, "minutes",
+    # Measured, not wished: the detection favours precision (see the data README: 8 of 14 real groups
+    # of the tuning set cross-validated, 6 of 10 held out, no trap). Of these fresh groups, "minutes",
     # "invoice" and "recipe" form; "standup" loses "commits" to the shared words.
     formed = [name for name, texts in FRESH_GROUPS.items() if _forms(embedder, texts)]
     assert len(formed) >= 3, formed

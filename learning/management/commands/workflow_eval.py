@@ -26,7 +26,7 @@ from learning.analyzer import workflows
 
 DATA = Path(workflows.__file__).parent / "data" / "workflow_sessions.jsonl"
 HELD_OUT = Path(workflows.__file__).parent / "data" / "workflow_sessions_heldout.jsonl"
-GRID_RESIDUAL = [round(0.26 + 0.02 * i, 2) for i in range(10)]
+GRID_RESIDUAL = [round(0.05 + 0.01 * i, 2) for i in range(21)]
 GRID_SENTENCE = [round(0.05 + 0.025 * i, 3) for i in range(17)]
 FOLDS = 7
 
