@@ -37,6 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from lemminflect import getAllLemmas
 
 from core.embeddings import get_embedder
 from core.text import content_words, stem
@@ -326,21 +327,91 @@ def request_core(text: str, words: int = 8) -> str:
     return name[:1].upper() + name[1:]
 
 
+def _base_verb(word: str) -> bool:
+    """Whether a word can be a verb in its base form ("write", "triage", "plan"; not "customer",
+    "references", "which"): an imperative request opens with one."""
+    bare = word.lower().strip(".,;:!?'\"")
+    return bare in getAllLemmas(bare).get("VERB", ())
+
+
+# What may open a complement of the task ("for a part-time bookkeeper", "on fractions", "to my
+# aunt", "out of the standup"), and the words that open a clause after it ("a workout I can do", "the
+# customer who wants...").
+_COMPLEMENT = _PREPOSITIONS | {"of", "out"}
+_CLAUSE_SUBJECTS = frozenset("i we you they he she who which whose".split())
+NAME_SUPPORT_MIN = 0.35  # a complement stays in a name when the other requests have a word this close to its head
+
+
+def _ends_complement(word: str) -> bool:
+    """Another complement, a clause subject, or a verb form that can only be a verb ("the buyer
+    asking for...", "the colleagues leaving"): the complement before it ends there."""
+    bare = word.lower().strip(".,;:!?'\"")
+    if bare in _COMPLEMENT or bare in _CLAUSE_SUBJECTS:
+        return True
+    lemmas = getAllLemmas(bare)
+    return set(lemmas) == {"VERB"} and bare not in lemmas["VERB"]
+
+
+def _support(word: str, others: Sequence[str]) -> float:
+    """How close the nearest word of the other requests is to this one (centred word cosine)."""
+    own = content_words(word)
+    if not own or not others:
+        return 1.0
+    vectors = _vectors(own + list(others))
+    matrix = np.vstack([vectors[w] for w in others])
+    return max(float((matrix @ vectors[w]).max()) for w in own)
+
+
+def _shared_part(core: str, others: Sequence[str]) -> str:
+    """A request's verb-object phrase without what belongs to this one instance: a complement whose
+    head word no other request of the group echoes ("Plan a lesson on fractions" beside lessons on
+    photosynthesis and WW1 -> "Plan a lesson"), a clause with a subject of its own, and, inside a
+    complement kept, the modifiers no other request echoes."""
+    tokens = core.split()
+    kept = tokens[:1]
+    k = 1
+    while k < len(tokens):
+        word = tokens[k].lower()
+        if k > 1 and word in _CLAUSE_SUBJECTS:
+            break
+        if word not in _COMPLEMENT:
+            kept.append(tokens[k])
+            k += 1
+            continue
+        end = next((m for m in range(k + 1, len(tokens)) if _ends_complement(tokens[m])), len(tokens))
+        phrase = tokens[k:end]
+        heads = [w for w in phrase if content_words(w)]
+        if not heads or _support(heads[-1], others) < NAME_SUPPORT_MIN:
+            break
+        kept += [w for w in phrase if w == heads[-1] or not content_words(w) or _support(w, others) >= NAME_SUPPORT_MIN]
+        if end < len(tokens) and tokens[end].lower() not in _COMPLEMENT:
+            break  # a clause of its own follows
+        k = end
+    while len(kept) > 2 and kept[-1].lower().strip(".,;:!?") in _DANGLING:
+        kept.pop()
+    return " ".join(kept)
+
+
 def workflow_name(texts: Sequence[str]) -> str:
-    """What a group of same-task requests is called: the most central request (the one its words
-    align best with all the others), trimmed to its verb-object phrase."""
+    """What a group of same-task requests is called: the clearest request (imperative first, then
+    the one whose words align best with all the others), trimmed to its verb-object phrase, less
+    the parts that only that request has (``_shared_part``)."""
     if len(texts) == 1:
         return request_core(texts[0])
     _vectors([w for t in texts for w in content_words(t)])
     scores = [sum(task_similarity(a, b, 0.0).whole for j, b in enumerate(texts) if j != i) for i, a in enumerate(texts)]
+    cores = [request_core(t) for t in texts]
 
-    # Imperative requests first, then the most central; ties go to the shorter (fewer details).
+    # Imperative requests first (a base-form verb opens the trimmed request, no question mark), then
+    # the most central; ties go to the shorter (fewer details).
     def rank(i: int) -> tuple[bool, float, int]:
-        core = _OPENERS.sub("", texts[i].strip())
-        return (not _NOT_IMPERATIVE.match(core) and "?" not in texts[i], round(scores[i], 3), -len(texts[i]))
+        first = cores[i].split()[0] if cores[i] else ""
+        imperative = _base_verb(first) and not _NOT_IMPERATIVE.match(cores[i]) and "?" not in texts[i]
+        return (imperative, round(scores[i], 3), -len(texts[i]))
 
     best = max(range(len(texts)), key=rank)
-    return request_core(texts[best])
+    others = [w for j, t in enumerate(texts) if j != best for w in content_words(t)]
+    return _shared_part(cores[best], others) or cores[best]
 
 
 _FORMAT = re.compile(
