@@ -8,7 +8,8 @@ chosen on the other folds' groups only (grid search, 7 folds: leave groups out),
 are for groups the thresholds were not chosen on. One history: all requests of a file replayed as
 one user's, in day order; a formation is "spurious" when the triangle is not three requests of one
 kind. Also printed: the share of cross-task pairs that match, the shipped thresholds on all tuning
-groups (not cross-validated) and on the held-out file (thresholds fixed, nothing chosen there).
+groups (not cross-validated) and on the held-out file (thresholds fixed, nothing chosen there), and
+the name each held-out group would get.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from learning.analyzer import workflows
 
 DATA = Path(workflows.__file__).parent / "data" / "workflow_sessions.jsonl"
 HELD_OUT = Path(workflows.__file__).parent / "data" / "workflow_sessions_heldout.jsonl"
-GRID_RESIDUAL = [round(0.26 + 0.02 * i, 2) for i in range(10)]
+GRID_RESIDUAL = [round(0.05 + 0.01 * i, 2) for i in range(21)]
 GRID_SENTENCE = [round(0.05 + 0.025 * i, 3) for i in range(17)]
 FOLDS = 7
 
@@ -100,6 +101,17 @@ def _load(path: Path) -> tuple[list[dict[str, Any]], dict]:
     return rows, sims
 
 
+def _names(rows: list[dict[str, Any]]) -> list[str]:
+    """Each real group's workflow name (from its first three requests, as detection would name it
+    on the third) beside the task the file says it is."""
+    lines = []
+    for group in sorted({r["group"] for r in rows if not r["trap"]}):
+        texts = [r["text"] for r in sorted((r for r in rows if r["group"] == group), key=lambda r: r["day"])][:3]
+        kind = next(r["kind"] for r in rows if r["group"] == group)
+        lines.append(f"  {group} {kind!r} -> {workflows.workflow_name(texts)!r}")
+    return lines
+
+
 def _shipped(rows: list[dict[str, Any]], sims: dict) -> str:
     replay = _Replay(rows, sims, workflows.RESIDUAL_MIN, workflows.SENTENCE_MIN)
     result = replay.groups(sorted({r["group"] for r in rows}))
@@ -145,6 +157,10 @@ class Command(BaseCommand):
         self.stdout.write(f"shipped thresholds ({thresholds}), all groups, not cross-validated: {_shipped(rows, sims)}")
         held_out = Path(options["held_out"])
         if held_out.exists():
+            held_rows, held_sims = _load(held_out)
             self.stdout.write(
-                f"held out ({held_out.name}, {thresholds}, nothing chosen on it): {_shipped(*_load(held_out))}"
+                f"held out ({held_out.name}, {thresholds}, nothing chosen on it): {_shipped(held_rows, held_sims)}"
             )
+            self.stdout.write("held-out workflow names (the task as written in the file -> the name given):")
+            for line in _names(held_rows):
+                self.stdout.write(line)
