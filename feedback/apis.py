@@ -25,6 +25,7 @@ from config.exceptions import flatten_errors
 from feedback.conf import feedback_settings
 from feedback.filters import FeedbackEventFilter, TaskFeedbackFilter
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
+from feedback.plain_input import PlainInput
 from feedback.selectors import event_get, event_list, task_feedback_get, task_feedback_list
 from feedback.services.bulk import BulkWriteError, events_record_bulk
 from feedback.services.events import EventInput, event_record
@@ -78,6 +79,20 @@ class EventInputSerializer(StrictInputSerializer):
         data = dict(validated)
         data["project_slug"] = data.pop("project", None) or None
         return EventInput(**{k: v for k, v in data.items() if k in _EVENT_INPUT_FIELDS})
+
+
+# Plain JSON payloads, the common case, are checked without DRF's per-field machinery; anything
+# else (and every error) goes through the serializer (feedback/plain_input.py).
+_EVENT_PLAIN_INPUT = PlainInput(EventInputSerializer)
+
+
+def _event_validated(payload: Any) -> dict:
+    validated = _EVENT_PLAIN_INPUT.validated(payload)
+    if validated is None:
+        serializer = EventInputSerializer(data=payload)
+        serializer.is_valid(raise_exception=True)
+        validated = serializer.validated_data
+    return validated
 
 
 class EventOutputSerializer(serializers.Serializer):
@@ -178,11 +193,8 @@ class FeedbackEventListCreateApi(APIView):
         summary="Append one feedback event (200 with the original event for a repeated idempotency key)",
     )
     def post(self, request: Request) -> Response:
-        serializer = EventInputSerializer(data=_idempotency_from_header(request, request.data))
-        serializer.is_valid(raise_exception=True)
-        write = event_record(
-            actor=Actor.from_request(request), data=EventInputSerializer.event_input(serializer.validated_data)
-        )
+        validated = _event_validated(_idempotency_from_header(request, request.data))
+        write = event_record(actor=Actor.from_request(request), data=EventInputSerializer.event_input(validated))
         return Response(
             EventOutputSerializer(write.event).data,
             status=status.HTTP_201_CREATED if write.created else status.HTTP_200_OK,
@@ -221,13 +233,17 @@ class FeedbackEventBulkApi(APIView):
             raise serializers.ValidationError(
                 {"events": [f"At most {limit} events per request; got {len(raw_items)}."]}
             )
-        items = EventInputSerializer(data=raw_items, many=True)
-        if not items.is_valid():
-            errors = items.errors  # {index: errors} in current DRF, a list aligned with the items before
-            indexed = errors.items() if isinstance(errors, dict) else enumerate(errors)
-            bad = [{"index": int(i), "fields": flatten_errors(errs)} for i, errs in sorted(indexed) if errs]
-            raise BulkWriteError(bad, len(raw_items))
-        inputs = [EventInputSerializer.event_input(validated) for validated in items.validated_data]
+        plain = [_EVENT_PLAIN_INPUT.validated(item) for item in raw_items]
+        validated_items: list = plain
+        if any(validated is None for validated in plain):  # the serializer checks them all and reports
+            items = EventInputSerializer(data=raw_items, many=True)
+            if not items.is_valid():
+                errors = items.errors  # {index: errors} in current DRF, a list aligned with the items before
+                indexed = errors.items() if isinstance(errors, dict) else enumerate(errors)
+                bad = [{"index": int(i), "fields": flatten_errors(errs)} for i, errs in sorted(indexed) if errs]
+                raise BulkWriteError(bad, len(raw_items))
+            validated_items = items.validated_data
+        inputs = [EventInputSerializer.event_input(validated) for validated in validated_items]
         writes = events_record_bulk(actor=Actor.from_request(request), items=inputs)
         created = sum(1 for w in writes if w.created)
         body = {"created": created, "replayed": len(writes) - created, "ids": [w.event.id for w in writes]}
