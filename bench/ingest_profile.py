@@ -29,12 +29,14 @@ from harness import django_in_scratch
 from loadgen import single_body
 
 
-def count_round_trips() -> Counter:
-    """Count statements sent to PostgreSQL and commands (or pipelines) sent to Redis, from here on."""
+def count_round_trips() -> tuple[Counter, Counter]:
+    """Count statements sent to PostgreSQL and commands (or pipelines) sent to Redis, from here on;
+    and the statements by their first words."""
     import psycopg
     import redis.client
 
     counts: Counter = Counter()
+    statements: Counter = Counter()
 
     def counting(name: str, method):
         def wrapper(*args, **kwargs):
@@ -43,10 +45,18 @@ def count_round_trips() -> Counter:
 
         return wrapper
 
-    psycopg.Cursor.execute = counting("postgresql", psycopg.Cursor.execute)  # type: ignore[method-assign]
+    execute = psycopg.Cursor.execute
+
+    def execute_counted(cursor, query, *args, **kwargs):
+        counts["postgresql"] += 1
+        text = query if isinstance(query, str) else getattr(query, "as_string", lambda _: str(query))(cursor)
+        statements[" ".join(str(text).split()[:6])] += 1
+        return execute(cursor, query, *args, **kwargs)
+
+    psycopg.Cursor.execute = execute_counted  # type: ignore[method-assign]
     redis.client.Redis.execute_command = counting("redis", redis.client.Redis.execute_command)  # type: ignore[method-assign]
     redis.client.Pipeline.execute = counting("redis", redis.client.Pipeline.execute)  # type: ignore[method-assign]
-    return counts
+    return counts, statements
 
 
 def main() -> None:
@@ -70,7 +80,7 @@ def main() -> None:
     app = get_wsgi_application()
     run = uuid.uuid4().hex[:8]
     statuses: dict[str, int] = {}
-    round_trips = count_round_trips()
+    round_trips, statements = count_round_trips()
 
     def start_response(status: str, headers: list) -> None:
         code = status.split()[0]
@@ -94,11 +104,15 @@ def main() -> None:
         }
         b"".join(app(environ, start_response))
 
-    for i in range(300):  # warm: users created, caches filled, connections open
+    # Warm: users created (a new user is not remembered until it is next looked up), caches filled,
+    # connections open.
+    warm = 2 * args.users + 100
+    for i in range(warm):
         post(i)
     round_trips.clear()
+    statements.clear()
     cpu, wall = time.process_time(), time.perf_counter()
-    for i in range(300, 300 + args.requests):
+    for i in range(warm, warm + args.requests):
         post(i)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     n = args.requests
@@ -113,9 +127,12 @@ def main() -> None:
         + ", ".join(f"{name} {count / n:.3f}" for name, count in sorted(round_trips.items()))
     )
 
+    for text, count in statements.most_common(8):
+        print(f"  {count / n:.3f} x {text}")
+
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
-    for i in range(300 + n, 300 + 2 * n):
+    for i in range(warm + n, warm + 2 * n):
         post(i)
     profiler.disable()
     stats = pstats.Stats(profiler, stream=io.StringIO())
