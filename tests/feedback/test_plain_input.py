@@ -1,4 +1,5 @@
-"""PlainInput returns exactly the serializer's validated data, or None (the serializer decides).
+"""PlainInput returns exactly the serializer's validated data, or None (the serializer decides);
+PlainAcceptNegotiation answers exactly as DRF's negotiation does.
 
 Every field of EventInputSerializer is tried with values of every kind, alone and together: where
 the serializer refuses a payload PlainInput must decline it (the serializer names the error), and
@@ -10,11 +11,16 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from django.http import QueryDict
+from django.http import Http404, QueryDict
 from rest_framework import serializers
+from rest_framework.exceptions import NotAcceptable
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
 
 from config.api import StrictCharField, StrictInputSerializer
-from feedback.apis import EventInputSerializer
+from feedback.apis import EventInputSerializer, PlainAcceptNegotiation
 from feedback.plain_input import PlainInput
 
 BASE = {"event_type": "response_rated", "event_family": "assistant_response", "signal": "positive"}
@@ -154,3 +160,35 @@ def test_a_serializer_with_a_field_it_does_not_know_always_declines():
         assert checker.validated({"name": "a"}) is None
         assert not checker.supported
     assert PlainInput(StrictInputSerializer).validated({}) == {}  # the control: nothing unknown
+
+
+@pytest.mark.parametrize("renderers", [[JSONRenderer()], [JSONRenderer(), BrowsableAPIRenderer()]])
+@pytest.mark.parametrize(
+    "accept",
+    [
+        None,
+        "*/*",
+        "application/json",
+        "",
+        "text/html",
+        "application/*",
+        "application/json; indent=4",
+        "text/html, */*;q=0.8",
+        "application/xml",
+    ],
+)
+@pytest.mark.parametrize("query", ["", "format=json", "format=api", "format=xml"])
+def test_the_plain_accept_negotiation_answers_as_drf_does(renderers, accept, query):
+    headers = {} if accept is None else {"HTTP_ACCEPT": accept}
+    request = Request(APIRequestFactory().get(f"/api/v1/feedback/events?{query}", **headers))
+
+    def negotiate(negotiation):
+        try:
+            renderer, media_type = negotiation.select_renderer(request, renderers)
+        except NotAcceptable:
+            return "406"
+        except Http404:  # a format no renderer has
+            return "404"
+        return type(renderer), media_type
+
+    assert negotiate(PlainAcceptNegotiation()) == negotiate(DefaultContentNegotiation())
