@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
@@ -10,6 +11,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -181,13 +183,16 @@ class PlainAcceptNegotiation(DefaultContentNegotiation):
     header: DRF's answer in that case, at a fraction of its cost on the ingest path. Anything else
     is negotiated by DRF."""
 
-    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None) -> tuple:
-        if len(renderers) == 1 and not format_suffix:
-            media_type = renderers[0].media_type
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        listed = list(renderers)
+        if len(listed) == 1 and not format_suffix:
+            media_type = listed[0].media_type
             accept = request.META.get("HTTP_ACCEPT", "*/*")
             if accept in ("*/*", media_type) and self.settings.URL_FORMAT_OVERRIDE not in request.query_params:
-                return renderers[0], media_type
-        return super().select_renderer(request, renderers, format_suffix)
+                return listed[0], media_type
+        return super().select_renderer(request, listed, format_suffix)
 
 
 def _idempotency_from_header(request: Request, payload: Any) -> Any:
