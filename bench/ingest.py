@@ -4,8 +4,10 @@
     .venv/bin/python bench/ingest.py [--single 10000] [--bulk 40] [--workers 4] [--concurrency 8]
         [--cache redis://127.0.0.1:6379/0]
 
-Creates a scratch database (learninglayer_bench), migrates it, starts gunicorn with the
-production settings, and drives it with bench/loadgen.py: single-event POSTs
+Creates a scratch database (learninglayer_bench), migrates it, starts gunicorn with
+config/gunicorn.conf.py (the production configuration; --workers and --threads default to what it
+chooses on 2 cores) on the local settings with DEBUG off (the ingest path needs no broker, which
+the production settings require), and drives it with bench/loadgen.py: single-event POSTs
 (requests/s and p50/p95/p99), then bulk POSTs of 1,000 events (events/s). Then it checks
 that the table holds exactly the accepted events: zero lost, zero extra.
 Goals (2-core machine): >= 500 single events/s with p95 <= 20 ms; >= 5,000 events/s in bulk.

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -25,6 +28,7 @@ from config.exceptions import flatten_errors
 from feedback.conf import feedback_settings
 from feedback.filters import FeedbackEventFilter, TaskFeedbackFilter
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
+from feedback.plain_input import PlainInput
 from feedback.selectors import event_get, event_list, task_feedback_get, task_feedback_list
 from feedback.services.bulk import BulkWriteError, events_record_bulk
 from feedback.services.events import EventInput, event_record
@@ -78,6 +82,20 @@ class EventInputSerializer(StrictInputSerializer):
         data = dict(validated)
         data["project_slug"] = data.pop("project", None) or None
         return EventInput(**{k: v for k, v in data.items() if k in _EVENT_INPUT_FIELDS})
+
+
+# Plain JSON payloads, the common case, are checked without DRF's per-field machinery; anything
+# else (and every error) goes through the serializer (feedback/plain_input.py).
+_EVENT_PLAIN_INPUT = PlainInput(EventInputSerializer)
+
+
+def _event_validated(payload: Any) -> dict:
+    validated = _EVENT_PLAIN_INPUT.validated(payload)
+    if validated is None:
+        serializer = EventInputSerializer(data=payload)
+        serializer.is_valid(raise_exception=True)
+        validated = serializer.validated_data
+    return validated
 
 
 class EventOutputSerializer(serializers.Serializer):
@@ -159,6 +177,24 @@ class EventBulkOutputSerializer(serializers.Serializer):
     ids = serializers.ListField(child=serializers.UUIDField(), help_text="Event ids, in request order.")
 
 
+class PlainAcceptNegotiation(DefaultContentNegotiation):
+    """DRF's content negotiation, answering the assistant backend's usual request (one renderer, no
+    format override, ``Accept`` absent, ``*/*`` or the renderer's own type) without parsing the
+    header: DRF's answer in that case, at a fraction of its cost on the ingest path. Anything else
+    is negotiated by DRF."""
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        listed = list(renderers)
+        if len(listed) == 1 and not format_suffix:
+            media_type = listed[0].media_type
+            accept = request.META.get("HTTP_ACCEPT", "*/*")
+            if accept in ("*/*", media_type) and self.settings.URL_FORMAT_OVERRIDE not in request.query_params:
+                return listed[0], media_type
+        return super().select_renderer(request, listed, format_suffix)
+
+
 def _idempotency_from_header(request: Request, payload: Any) -> Any:
     header = request.META.get(IDEMPOTENCY_HEADER)
     if header and isinstance(payload, dict) and not payload.get("idempotency_key"):
@@ -170,6 +206,7 @@ class FeedbackEventListCreateApi(APIView):
     """The event stream: append one event, or list the events you may read."""
 
     pagination_class = NewestFirstCursorPagination
+    content_negotiation_class = PlainAcceptNegotiation
 
     @extend_schema(
         request=EventInputSerializer,
@@ -178,11 +215,8 @@ class FeedbackEventListCreateApi(APIView):
         summary="Append one feedback event (200 with the original event for a repeated idempotency key)",
     )
     def post(self, request: Request) -> Response:
-        serializer = EventInputSerializer(data=_idempotency_from_header(request, request.data))
-        serializer.is_valid(raise_exception=True)
-        write = event_record(
-            actor=Actor.from_request(request), data=EventInputSerializer.event_input(serializer.validated_data)
-        )
+        validated = _event_validated(_idempotency_from_header(request, request.data))
+        write = event_record(actor=Actor.from_request(request), data=EventInputSerializer.event_input(validated))
         return Response(
             EventOutputSerializer(write.event).data,
             status=status.HTTP_201_CREATED if write.created else status.HTTP_200_OK,
@@ -207,6 +241,8 @@ class FeedbackEventListCreateApi(APIView):
 class FeedbackEventBulkApi(APIView):
     """Append up to FEEDBACK_BULK_MAX_EVENTS events in one transaction: all or nothing."""
 
+    content_negotiation_class = PlainAcceptNegotiation
+
     @extend_schema(
         request=EventBulkInputSerializer,
         responses={201: EventBulkOutputSerializer},
@@ -221,13 +257,17 @@ class FeedbackEventBulkApi(APIView):
             raise serializers.ValidationError(
                 {"events": [f"At most {limit} events per request; got {len(raw_items)}."]}
             )
-        items = EventInputSerializer(data=raw_items, many=True)
-        if not items.is_valid():
-            errors = items.errors  # {index: errors} in current DRF, a list aligned with the items before
-            indexed = errors.items() if isinstance(errors, dict) else enumerate(errors)
-            bad = [{"index": int(i), "fields": flatten_errors(errs)} for i, errs in sorted(indexed) if errs]
-            raise BulkWriteError(bad, len(raw_items))
-        inputs = [EventInputSerializer.event_input(validated) for validated in items.validated_data]
+        plain = [_EVENT_PLAIN_INPUT.validated(item) for item in raw_items]
+        validated_items: list = plain
+        if any(validated is None for validated in plain):  # the serializer checks them all and reports
+            items = EventInputSerializer(data=raw_items, many=True)
+            if not items.is_valid():
+                errors = items.errors  # {index: errors} in current DRF, a list aligned with the items before
+                indexed = errors.items() if isinstance(errors, dict) else enumerate(errors)
+                bad = [{"index": int(i), "fields": flatten_errors(errs)} for i, errs in sorted(indexed) if errs]
+                raise BulkWriteError(bad, len(raw_items))
+            validated_items = items.validated_data
+        inputs = [EventInputSerializer.event_input(validated) for validated in validated_items]
         writes = events_record_bulk(actor=Actor.from_request(request), items=inputs)
         created = sum(1 for w in writes if w.created)
         body = {"created": created, "replayed": len(writes) - created, "ids": [w.event.id for w in writes]}

@@ -33,6 +33,9 @@ SHORT_TEXT_LIMITS = {
     "reason_category": 100,
     "idempotency_key": 255,
 }
+# Django builds a choices class's ``values`` list anew on every access.
+_FAMILIES = frozenset(EventFamily.values)
+_SIGNALS = frozenset(Signal.values)
 # The fields a repeated idempotency key must agree on with the stored event.
 COMPARED_FIELDS = (
     "event_type",
@@ -123,12 +126,12 @@ def snapshot_fields_check(fields: dict[str, Any]) -> None:
 
 def event_build(actor: Actor, data: EventInput, lookups: EventLookups) -> FeedbackEvent:
     """Check one input against the design's rules and return the unsaved event."""
-    if data.event_family not in EventFamily.values:
+    if data.event_family not in _FAMILIES:
         raise ApplicationError(
             f"Unknown event family {data.event_family!r}; expected one of {', '.join(EventFamily.values)}.",
             field="event_family",
         )
-    if data.signal not in Signal.values:
+    if data.signal not in _SIGNALS:
         raise ApplicationError(
             f"Unknown signal {data.signal!r}; expected one of {', '.join(Signal.values)}.", field="signal"
         )
@@ -138,18 +141,16 @@ def event_build(actor: Actor, data: EventInput, lookups: EventLookups) -> Feedba
         value = getattr(data, name)
         if value is not None and len(value) > limit:
             raise ApplicationError(f"{name} is at most {limit} characters.", field=name)
-    if len(data.free_text) > feedback_settings.FEEDBACK_MAX_TEXT_CHARS:
-        raise ApplicationError(
-            f"free_text is at most {feedback_settings.FEEDBACK_MAX_TEXT_CHARS} characters.", field="free_text"
-        )
+    max_text = feedback_settings.FEEDBACK_MAX_TEXT_CHARS
+    if len(data.free_text) > max_text:
+        raise ApplicationError(f"free_text is at most {max_text} characters.", field="free_text")
+    max_snapshot = feedback_settings.FEEDBACK_MAX_SNAPSHOT_BYTES
     for name in SNAPSHOT_FIELDS:
         value = getattr(data, name)
         if name in ("source_context", "metadata") and not isinstance(value, dict):
             raise ApplicationError(f"{name} must be a JSON object.", field=name)
-        if value is not None and json_size(value) > feedback_settings.FEEDBACK_MAX_SNAPSHOT_BYTES:
-            raise ApplicationError(
-                f"{name} is larger than {feedback_settings.FEEDBACK_MAX_SNAPSHOT_BYTES} bytes.", field=name
-            )
+        if value is not None and json_size(value) > max_snapshot:
+            raise ApplicationError(f"{name} is larger than {max_snapshot} bytes.", field=name)
 
     # Whom the event is about: a user (or a service key acting for one) writes only as themself;
     # the service acting as itself names anyone.
