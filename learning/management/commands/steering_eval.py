@@ -108,9 +108,9 @@ class Command(BaseCommand):
                 for record in json.loads(path.read_text())
                 for text in (record["preference"], record["question"])
             ]
-            flagged = [t for t, p in zip(lines, model.probabilities(lines), strict=True) if p >= STEERING_THRESHOLD]
-            self.stdout.write(f"  -- PrefEval ({directory}): {len(flagged)}/{len(lines)} statements, questions flagged")
-            for text in flagged if options["show_mistakes"] else []:
+            hits = [t for t, p in zip(lines, model.probabilities(lines), strict=True) if p >= STEERING_THRESHOLD]
+            self.stdout.write(f"  -- PrefEval ({directory}): {len(hits)}/{len(lines)} statements, questions flagged")
+            for text in hits if options["show_mistakes"] else []:
                 self.stdout.write("       false:  " + text)
         self.cost(model, raw, [row.text for row in pool])
 
