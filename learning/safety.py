@@ -37,6 +37,7 @@ import math
 import re
 import threading
 import unicodedata
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -197,15 +198,16 @@ def structural_cues(raw: str, flat: str) -> np.ndarray:
     )
 
 
-_cache: dict[tuple[int, str], np.ndarray] = {}
+_cache: weakref.WeakKeyDictionary[Any, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
-    """Embeddings of the steering set and its sentences, kept per process (several models are fitted)."""
-    missing = [t for t in dict.fromkeys(texts) if (id(embedder), t) not in _cache]
+    """Embeddings of the steering set and its sentences, kept per embedder (several models are fitted)."""
+    known = _cache.setdefault(embedder, {})
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
     if missing:
-        _cache.update({(id(embedder), t): v for t, v in zip(missing, embedder.embed(missing), strict=True)})
-    return np.vstack([_cache[(id(embedder), t)] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+        known.update(zip(missing, embedder.embed(missing), strict=True))
+    return np.vstack([known[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
 
 class SteeringModel:
