@@ -100,6 +100,8 @@ def leave_one_technique_out(embedder: Any, pool: list[PoolRow]) -> dict[str, np.
 def threshold_for(pool: list[PoolRow], probabilities: np.ndarray, max_false: float) -> float:
     """The lowest threshold (0.05 steps) at which at most ``max_false`` of the ordinary preferences are flagged."""
     ordinary = np.array([p for row, p in zip(pool, probabilities, strict=True) if row.preference])
+    if not ordinary.size:
+        raise ValueError("the pool holds no ordinary preference to choose a threshold on")
     for threshold in (step / 100 for step in range(5, 100, 5)):
         if (ordinary >= threshold).mean() <= max_false:
             return threshold

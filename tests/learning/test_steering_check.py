@@ -209,7 +209,7 @@ def test_the_steering_scores_are_shares():
 
 def test_the_threshold_is_the_lowest_that_keeps_false_flags_under_the_cap():
     pool = [PoolRow("a", True, "override", "attempt", "attempt")] + [
-        PoolRow(f"n{i}", False, f"n{i}", "negative", "task") for i in range(10)
+        PoolRow(f"n{i}", False, f"n{i}", "negative", "trigger_pref") for i in range(10)
     ]
     probabilities = np.array([0.9, 0.62, 0.3] + [0.1] * 8)
     assert threshold_for(pool, probabilities, 0.0) == 0.65
