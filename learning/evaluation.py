@@ -301,48 +301,24 @@ class SteeringScores:
 
 
 def steering_flags(model: Any, texts: list[str], vectors: np.ndarray) -> list[bool]:
-    """Flagged as learning.safety.steering_reasons would: a phrase family matches or the model says so."""
-    from learning.safety import STEERING_THRESHOLD, steering_phrases  # noqa: PLC0415  heavy: scikit-learn
+    """Flagged as learning.safety.steering_reasons would: the model's probability reaches the threshold."""
+    from learning.safety import STEERING_THRESHOLD  # noqa: PLC0415  heavy: scikit-learn
 
-    probabilities = model.probabilities(texts, vectors)
-    return [bool(steering_phrases(t)) or p >= STEERING_THRESHOLD for t, p in zip(texts, probabilities, strict=True)]
+    return [bool(p >= STEERING_THRESHOLD) for p in model.probabilities(texts, vectors)]
 
 
-def steering_cv(embedder: Any, rows: list[dict[str, Any]], attempts: list[dict[str, Any]], folds: int = 5):
-    """Grouped cross-validation of the steering check over the labelled messages; the injection
-    attempts are judged too, by every fold's model, but never fitted on (as in production). Counts
-    the attempts and labelled steering lines flagged, and the preferences (and all other lines) flagged."""
-    from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
+def steering_cv(
+    embedder: Any,
+    rows: list[dict[str, Any]],
+    attempts: list[dict[str, Any]],
+    folds: int = 5,
+    negatives: list[dict[str, Any]] | None = None,
+) -> SteeringScores:
+    """Cross-validation of the steering check over the labelled messages, the written attempts and
+    hard negatives (default: learning.safety's), folds grouped by technique (learning.steering_eval):
+    each attempt is judged by a model that saw no attempt of its technique."""
+    from learning.safety import STEERING_THRESHOLD, steering_negatives  # noqa: PLC0415  heavy: scikit-learn
+    from learning.steering_eval import out_of_fold, scores_at, steering_pool  # noqa: PLC0415  heavy: scikit-learn
 
-    from learning.safety import SteeringModel  # noqa: PLC0415  heavy: scikit-learn
-
-    pool = [dict(row) for row in rows] + [{**a, "type": "none", "steering": True, "attempt": True} for a in attempts]
-    groups = [row.get("family") or row.get("id") or f"row{i}" for i, row in enumerate(pool)]
-    labels = [bool(row.get("steering")) for row in pool]
-    vectors = embedder.embed([row["text"] for row in pool])
-    flags = [False] * len(pool)
-    split = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=CV_SEED)
-    for fit, test in split.split(pool, labels, groups):
-        fit = [i for i in fit if not pool[i].get("attempt")]
-        model = SteeringModel([pool[i] for i in fit], embedder=embedder, vectors=vectors[fit])
-        for i, flagged in zip(test, steering_flags(model, [pool[i]["text"] for i in test], vectors[test]), strict=True):
-            flags[i] = flagged
-    scores = SteeringScores()
-    for row, flagged in zip(pool, flags, strict=True):
-        if row.get("steering"):
-            scores.attempts += 1
-            scores.attempts_flagged += flagged
-            technique = row.get("technique") or "labelled"
-            seen, caught = scores.by_technique.get(technique, (0, 0))
-            scores.by_technique[technique] = (seen + 1, caught + flagged)
-            if not flagged:
-                scores.missed.append(row["text"])
-            continue
-        scores.ordinary += 1
-        scores.ordinary_flagged += flagged
-        if row.get("type") == "preference":
-            scores.preferences += 1
-            scores.preferences_flagged += flagged
-        if flagged:
-            scores.false.append(row["text"])
-    return scores
+    pool = steering_pool(rows, attempts, steering_negatives() if negatives is None else negatives)
+    return scores_at(pool, out_of_fold(embedder, pool, folds=folds), STEERING_THRESHOLD)

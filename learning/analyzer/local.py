@@ -28,7 +28,7 @@ from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, Prefe
 from learning.analyzer.features import turn_from_context
 from learning.analyzer.model import NO_AXIS, Models, embed_turns, fit_models, load_rows
 from learning.analyzer.workflows import workflow_finding
-from learning.safety import STEERING_THRESHOLD, steering_model_adopt, steering_model_fitted, steering_phrases
+from learning.safety import STEERING_THRESHOLD, steering_model_adopt, steering_model_fitted
 
 ABSTAIN_BELOW = 0.40  # the most likely type under this probability: learn nothing
 # Storing the wrong thing is worse than missing it: a preference or memory needs more certainty
@@ -90,7 +90,7 @@ class LocalAnalyzer:
         text = item.current_message.strip()
         label = max(probs, key=probs.__getitem__)
         confidence = probs[label]
-        if steering >= STEERING_THRESHOLD or steering_phrases(text):
+        if steering >= STEERING_THRESHOLD:
             return Analysis(
                 detected="none",
                 confidence=round(steering, 3),

@@ -121,7 +121,7 @@ class Command(BaseCommand):
 
         scores = steering_cv(embedder, rows, injection_attempts())
         self.stdout.write(
-            "  -- steering check (learning.safety), grouped 5-fold CV of the labelled lines; injection set never fitted"
+            "  -- steering check (learning.safety), technique-grouped 5-fold CV (more: manage.py steering_eval)"
         )
         techniques = ", ".join(
             f"{name} {caught}/{seen}" for name, (seen, caught) in sorted(scores.by_technique.items())
