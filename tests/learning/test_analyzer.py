@@ -286,10 +286,12 @@ def test_a_statement_is_stored_when_preference_and_memory_together_are_likely(an
     from learning.analyzer.local import STORE_MIN  # noqa: PLC0415
 
     item = AnalyzerInput(current_message="I'm a night-shift nurse, so mornings are my evenings.")
-    split = {"preference": STORE_MIN / 2 + 0.01, "memory": STORE_MIN / 2, "none": 1 - STORE_MIN - 0.01}
+    # Preference is the likeliest type in both; only the two together differ (just over, just under).
+    split = {"preference": 0.4, "memory": STORE_MIN - 0.39, "none": 0.3, "correction": 0.69 - STORE_MIN}
     stored = analyzer._conclude(item, split, 0.0, "output", ("-", 0.0))
     assert stored.detected == "preference"
-    unsure = {"preference": STORE_MIN / 2, "memory": STORE_MIN / 2 - 0.02, "none": 1 - STORE_MIN + 0.02}
+    unsure = {"preference": 0.4, "memory": STORE_MIN - 0.41, "none": 0.3, "correction": 0.71 - STORE_MIN}
+    assert max(unsure, key=unsure.__getitem__) == "preference"
     assert not analyzer._conclude(item, unsure, 0.0, "output", ("-", 0.0)).learns_anything
 
 
