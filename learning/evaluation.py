@@ -153,14 +153,19 @@ def score_analyses(rows: list[dict[str, Any]], analyses: list[Analysis]) -> Scor
 
 
 def held_out_split(rows: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
-    """The fixed split: 80 % to fit and cross-validate on, 20 % held out (stratified, grouped by family)."""
+    """The fixed split: 80 % to fit and cross-validate on, 20 % held out (stratified, grouped by family).
+
+    Only the first batch of lines (no ``source``) is split; lines added later (``source`` set) always go
+    to the fitting side, so adding lines never moves a line into or out of the held-out 20 %."""
     from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
 
-    groups = [row.get("family") or row["id"] for row in rows]
-    labels = [row["type"] for row in rows]
+    first = [i for i, row in enumerate(rows) if not row.get("source")]
+    added = [i for i, row in enumerate(rows) if row.get("source")]
+    groups = [rows[i].get("family") or rows[i]["id"] for i in first]
+    labels = [rows[i]["type"] for i in first]
     split = StratifiedGroupKFold(n_splits=5, shuffle=True, random_state=HELD_OUT_SEED)
-    fit, held = next(split.split(rows, labels, groups))
-    return [int(i) for i in fit], [int(i) for i in held]
+    fit, held = next(split.split(first, labels, groups))
+    return sorted([first[i] for i in fit] + added), [first[i] for i in held]
 
 
 class CachedEmbedder:

@@ -34,7 +34,9 @@ _CONTRADICT_OPEN = re.compile(
     r"that's wrong|hmm\b|wait\b)"
 )
 _REPEAT = re.compile(
-    r"\b(again|already|(two|three|four|five|\d+) times|third time|keep (doing|getting|making|ignoring|forgetting)|"
+    # "three times" is a repetition, "three times a day" / "three times last year" a frequency
+    r"\b(again|already|(two|three|four|five|\d+) times(?! (a|an|per|each|every|last|this) )|third time|"
+    r"keep (doing|getting|making|ignoring|forgetting)|"
     r"still (not|doesn't|don't|wrong)|repeat(ing)? myself|told you|as i said|like i (said|mentioned)|"
     r"as i mentioned|i mentioned|how many times|every single time|for the last time|once again|yesterday|"
     r"last time|same mistake|you forgot|re-?explain)\b"
@@ -55,7 +57,7 @@ _IMPERATIVE_TO_ASSISTANT = re.compile(
 _ASKED_BEFORE = re.compile(
     r"\b(keep (saying|telling|asking|explaining|reminding|repeating|mentioning|having to)|i keep \w+ing|"
     r"(?<!could )(?<!can )(?<!would )(?<!will )you keep \w+ing|"
-    r"twice|repeatedly|over and over|(second|third|fourth|fifth|nth|\d+(st|nd|rd|th)) time|"
+    r"twice(?! (a|an|per|each|every) )|repeatedly|over and over|(second|third|fourth|fifth|nth|\d+(st|nd|rd|th)) time|"
     r"(said|told|mentioned|explained|asked|gave|given|pointed|wrote|showed)( you)?( (this|that|it|them))? "
     r"(before|already|earlier|at the start|originally|twice|in every)|"
     r"as (i|we) (asked|explained|discussed|agreed|said|mentioned|wrote)|we went over|went through this|"
@@ -89,6 +91,12 @@ _ACKNOWLEDGE = re.compile(
     r"^(thanks|thank you|thx|ty|cheers|great|perfect|nice|awesome|brilliant|lovely|excellent|cool|ok|okay|got it|"
     r"sounds good|that works|that's (great|perfect|it|sorted|fine|better)|much better|all good|sorted)\b"
 )
+# Pointing back at what the assistant just produced ("the figures you just gave", "your last reply").
+_REFERS_BACK = re.compile(
+    r"\b(you (just|previously) \w+|(your|the|that) (last|previous|earlier) (answer|reply|response|email|draft|"
+    r"message|version|list|table|code|one)|what you (wrote|sent|gave|said|suggested)|in (that|your) (last )?"
+    r"(answer|reply|email|draft|list|table|code|summary))\b"
+)
 _THIRD_PARTY = re.compile(
     r"^(my|our) (\w+ )?(boss|manager|wife|husband|partner|kids?|son|daughter|team|client|cfo|ceo)\b"
 )
@@ -120,6 +128,7 @@ def cues(text: str) -> np.ndarray:
             bool(_DECLARATIVE.search(lowered)) and "?" not in lowered,
             bool(re.search(r"\b(you|your|ur)\b", lowered)),
             bool(_ACKNOWLEDGE.search(lowered)),
+            bool(_REFERS_BACK.search(lowered)),
         ],
         dtype=np.float32,
     )
@@ -160,25 +169,18 @@ def turn_from_context(text: str, recent_context: list[dict[str, str]]) -> Turn:
     return Turn(text=text, previous_assistant=previous, earlier_user=earlier)
 
 
-def context_cues(turn: Turn, vector: np.ndarray, previous_vector: np.ndarray, earlier_max: float) -> np.ndarray:
-    """How the message relates to the turn before it: answering a question, echoing, repeating itself."""
-    has_previous = bool(turn.previous_assistant)
+def context_cues(turn: Turn) -> np.ndarray:
+    """How the message relates to the turns before it: answering a question, echoing the previous
+    answer's words, saying again what the user said earlier (word overlaps, no embedding)."""
+    mine = set(_WORD.findall(turn.text.lower())) - _STOP
     previous = turn.previous_assistant.strip().lower()
-    shared = 0.0
-    if has_previous:
-        mine = set(_WORD.findall(turn.text.lower())) - _STOP
-        theirs = set(_WORD.findall(previous)) - _STOP
-        shared = len(mine & theirs) / max(1, len(mine))
+    shared = len(mine & (set(_WORD.findall(previous)) - _STOP)) / max(1, len(mine)) if previous else 0.0
+    earlier = max(
+        (len(mine & (set(_WORD.findall(u.lower())) - _STOP)) / max(1, len(mine)) for u in turn.earlier_user),
+        default=0.0,
+    )
     return np.array(
-        [
-            has_previous,
-            float(vector @ previous_vector) if has_previous else 0.0,
-            previous.endswith("?") if has_previous else 0.0,
-            shared,
-            bool(turn.earlier_user),
-            earlier_max,
-        ],
-        dtype=np.float32,
+        [bool(previous), previous.endswith("?"), shared, bool(turn.earlier_user), earlier], dtype=np.float32
     )
 
 

@@ -253,3 +253,59 @@ def test_a_one_off_task_is_no_memory(analyzer, text):
     assert text.lower() not in TRAINING_TEXTS
     result = analyze(analyzer, text)
     assert predicted_type(result) == "none", result
+
+
+class _CountingEmbedder:
+    """A stand-in embedder: each text's vector encodes its length, and every call's size is kept."""
+
+    dimensions = 384
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        vectors[:, 0] = [len(t) for t in texts]
+        return vectors
+
+
+def test_texts_are_embedded_in_small_batches_and_come_back_in_order():
+    from learning.analyzer.model import EMBED_BATCH, embed_texts  # noqa: PLC0415
+
+    texts = [("word " * (n % 7 + 1)).strip() for n in range(3 * EMBED_BATCH + 5)]
+    embedder = _CountingEmbedder()
+    vectors = embed_texts(embedder, texts)
+    assert vectors[:, 0].tolist() == [len(t) for t in texts]
+    assert max(embedder.calls) <= EMBED_BATCH
+    assert sum(embedder.calls) == len(texts)
+    assert embed_texts(embedder, []).shape == (0, 384)
+
+
+def test_a_statement_is_stored_when_preference_and_memory_together_are_likely(analyzer):
+    from learning.analyzer.local import STORE_MIN  # noqa: PLC0415
+
+    item = AnalyzerInput(current_message="I'm a night-shift nurse, so mornings are my evenings.")
+    # Preference is the likeliest type in both; only the two together differ (just over, just under).
+    split = {"preference": 0.4, "memory": STORE_MIN - 0.39, "none": 0.3, "correction": 0.69 - STORE_MIN}
+    stored = analyzer._conclude(item, split, 0.0, "output", ("-", 0.0))
+    assert stored.detected == "preference"
+    unsure = {"preference": 0.4, "memory": STORE_MIN - 0.41, "none": 0.3, "correction": 0.71 - STORE_MIN}
+    assert max(unsure, key=unsure.__getitem__) == "preference"
+    assert not analyzer._conclude(item, unsure, 0.0, "output", ("-", 0.0)).learns_anything
+
+
+@pytest.mark.parametrize(
+    ("text", "repeated"),
+    [
+        ("I take my tablets twice a day.", False),
+        ("We went to Crete three times last year.", False),
+        ("I've told you twice already.", True),
+        ("That's three times now.", True),
+    ],
+)
+def test_a_frequency_is_no_repetition_cue(text, repeated):
+    from learning.analyzer.features import _ASKED_BEFORE, _REPEAT  # noqa: PLC0415
+
+    lowered = text.lower()
+    assert bool(_REPEAT.search(lowered) or _ASKED_BEFORE.search(lowered)) is repeated

@@ -66,6 +66,8 @@ MESSAGE_KEYS = {
     "family",
     "hard_negative",
 }
+# Lines added after the first batch carry a ``source`` (see the data README); the first batch has none.
+SOURCES = {"issue10-item3"}
 MIN_PER_TYPE = {"preference": 150, "correction": 70, "pain_point": 70, "memory": 80, "none": 120}
 
 
@@ -97,7 +99,8 @@ def _occurs(key: str, text: str) -> bool:
 def test_message_schema(messages):
     for m in messages:
         where = f"{m.get('id')}: {m.get('text')!r}"
-        assert set(m) == MESSAGE_KEYS, where
+        assert set(m) - {"source"} == MESSAGE_KEYS, where
+        assert m.get("source", "issue10-item3") in SOURCES, where
         assert isinstance(m["text"], str), where
         assert m["text"].strip(), where
         assert m["type"] in TYPES, where
@@ -187,6 +190,20 @@ def test_paraphrase_families(messages):
         assert len({m["category"] for m in members}) == 1, name
         assert len({m["axis"] for m in members}) == 1, name
         assert len({m["text"].lower() for m in members}) == len(members), name
+
+
+def test_added_lines_follow_the_first_batch_and_never_enter_the_held_out_split(messages):
+    """The held-out 20 % is drawn from the first batch only, so adding lines leaves it as it was."""
+    from learning.evaluation import held_out_split  # noqa: PLC0415  heavy: scikit-learn
+
+    first = [m for m in messages if "source" not in m]
+    assert messages[: len(first)] == first  # added lines are appended, never interleaved
+    assert len(first) == 589
+    fit, held = held_out_split(messages)
+    _, held_first = held_out_split(first)
+    assert [messages[i]["id"] for i in held] == [first[i]["id"] for i in held_first]
+    assert all("source" not in messages[i] for i in held)
+    assert sorted(fit + held) == list(range(len(messages)))
 
 
 def test_no_templated_openings(messages):
