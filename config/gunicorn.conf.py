@@ -13,11 +13,25 @@ import os
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", "2"))
-worker_class = "gthread"
+# gthread, answering an over-long request line with the API's JSON error (config/gunicorn_worker.py).
+worker_class = "config.gunicorn_worker.ApiThreadWorker"
 keepalive = 5
 timeout = 30
 graceful_timeout = 30
+# gunicorn's largest finite request line (its default is 4094), the size of nginx's default header
+# buffer: a URL the proxy passes reaches Django, and a longer one is the documented JSON 414 (config/
+# gunicorn_worker.py); never 0, which lifts the limit that keeps one request from holding megabytes.
+limit_request_line = 8190
 max_requests = 5000
 max_requests_jitter = 500
 accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
+
+
+def post_worker_init(worker) -> None:
+    """Load the embedding model before this worker takes its first request. Loading takes seconds (tens on
+    a busy machine), and a preference, a share or a search needs it: without this, the first such request
+    of every worker, and again after each ``max_requests`` recycling, waits for it."""
+    from core.embeddings import get_embedder  # noqa: PLC0415 - Django is set up once the worker has loaded the app
+
+    get_embedder()

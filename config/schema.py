@@ -4,7 +4,8 @@ Every error of the API has one shape (``config.exceptions.error_body``); this sc
 adds it, with an example, for each 4xx status an operation can answer:
 
 - 400 (bad query parameters, a bad ``X-On-Behalf-Of``, a bad body), 401 (a missing or bad key),
-  403 (not allowed) and 429 (throttled, with ``Retry-After``) on every operation;
+  403 (not allowed), 414 (a request line over gunicorn's limit, answered by its worker in this shape:
+  config/gunicorn_worker.py) and 429 (throttled, with ``Retry-After``) on every operation;
 - 404 where the path or the body names a resource;
 - 409 on writes (an idempotency key reused for something else, a state-machine conflict);
 - 413 and 415 where the operation takes a body.
@@ -24,6 +25,7 @@ from drf_spectacular.plumbing import ResolvedComponent, force_instance
 from rest_framework import serializers
 
 from config.api import StrictInputSerializer
+from config.gunicorn_worker import REQUEST_LINE_LIMIT, uri_too_long_error
 
 ERROR_COMPONENT = "Error"
 
@@ -94,6 +96,13 @@ ERRORS: dict[int, tuple[str, dict[str, Any], dict[str, Any]]] = {
         ),
         {},
     ),
+    414: (
+        f"The request line (method, path and query string) is over {REQUEST_LINE_LIMIT} bytes: the server "
+        "refuses it before reading the request (`limit_request_line`, config/gunicorn.conf.py). Send long text "
+        "in a body, e.g. `POST /api/v1/context` rather than `GET` with `?message=`.",
+        uri_too_long_error(REQUEST_LINE_LIMIT),
+        {},
+    ),
     415: (
         "The body is not `application/json`.",
         _example("unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
@@ -114,7 +123,7 @@ class ApiAutoSchema(AutoSchema):
     """drf-spectacular's schema, plus the error answers of each operation (see the module docstring)."""
 
     def error_statuses(self) -> list[int]:
-        statuses = [400, 401, 403, 429]
+        statuses = [400, 401, 403, 414, 429]
         takes_body = self.method in BODY_METHODS and self.get_request_serializer() is not None
         if "{" in self.path or takes_body:
             statuses.append(404)

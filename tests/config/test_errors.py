@@ -260,7 +260,7 @@ def test_every_operation_documents_its_errors_with_examples(db):
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
             operations += 1
-            expected = {"400", "401", "403", "429"}
+            expected = {"400", "401", "403", "414", "429"}
             if "{" in path or "requestBody" in operation:
                 expected.add("404")
             if method != "get":
