@@ -11,7 +11,8 @@ adds it, with an example, for each 4xx status an operation can answer:
 - 413 and 415 where the operation takes a body.
 
 Input serializers that refuse unknown fields (``StrictInputSerializer``) say so with
-``additionalProperties: false``, so that the schema promises only what the server accepts.
+``additionalProperties: false``, and input lists and dicts that refuse to be empty with ``minItems`` or
+``minProperties``, so that the schema promises only what the server accepts.
 
 405 is not listed per operation: OpenAPI documents the methods a path has, not the ones it lacks.
 """
@@ -147,6 +148,17 @@ class ApiAutoSchema(AutoSchema):
         schema = super()._map_basic_serializer(serializer, direction)
         if direction == "request" and isinstance(force_instance(serializer), StrictInputSerializer):
             schema["additionalProperties"] = False
+        return schema
+
+    def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> dict[str, Any]:
+        """Also ``minItems``/``minProperties: 1`` for a list or dict input that refuses to be empty, which
+        drf-spectacular leaves out."""
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction == "request" and not getattr(field, "allow_empty", True):
+            if schema.get("type") == "array":
+                schema.setdefault("minItems", 1)
+            elif schema.get("type") == "object":
+                schema.setdefault("minProperties", 1)
         return schema
 
     def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict[str, Any]:
