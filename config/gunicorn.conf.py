@@ -29,9 +29,14 @@ loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 
 
 def post_worker_init(worker) -> None:
-    """Load the embedding model before this worker takes its first request. Loading takes seconds (tens on
-    a busy machine), and a preference, a share or a search needs it: without this, the first such request
-    of every worker, and again after each ``max_requests`` recycling, waits for it."""
-    from core.embeddings import get_embedder  # noqa: PLC0415 - Django is set up once the worker has loaded the app
+    """Load the embedding model and fit the local analyzer before this worker takes its first request.
+    Both load lazily, per process, in seconds on a quiet machine (a minute and more on a busy one), and a
+    manual preference needs both: without this, the first one of every worker, and again after each
+    ``max_requests`` recycling, waited for them (20-60 s, and timeouts, under bench/fuzz.py). A warming
+    worker takes no connections; the others serve."""
+    # Django is set up once the worker has loaded the app.
+    from core.embeddings import get_embedder  # noqa: PLC0415
+    from learning.analyzer import get_analyzer  # noqa: PLC0415
 
     get_embedder()
+    get_analyzer()

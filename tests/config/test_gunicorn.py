@@ -1,6 +1,6 @@
 """gunicorn as configured in config/gunicorn.conf.py: the request-line limit and its JSON 414 (answered by
-the worker before Django runs, so only a real gunicorn shows it), and the embedding model loaded before a
-worker takes requests."""
+the worker before Django runs, so only a real gunicorn shows it), and the models a worker loads before it
+takes requests."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    """gunicorn with the project's configuration, one worker; the test settings and the OpenAI embedding
-    backend (nothing is embedded here: the worker's warm-up builds a client and loads no model)."""
+    """gunicorn with the project's configuration, one worker; the test settings, and the OpenAI embedder and
+    analyzer (nothing is analysed here: the worker's warm-up builds clients instead of loading models)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -99,10 +99,12 @@ def test_a_request_line_over_gunicorns_default_limit_reaches_django(server):
     assert json.loads(body)["error"]["code"] == "not_authenticated"
 
 
-def test_the_worker_loads_the_embedding_model_before_taking_requests(monkeypatch):
-    import core.embeddings  # noqa: PLC0415 - patched below, where the hook looks it up
+def test_the_worker_loads_its_models_before_taking_requests(monkeypatch):
+    import core.embeddings  # noqa: PLC0415 - patched below, where the hook looks them up
+    import learning.analyzer  # noqa: PLC0415
 
     loaded = []
-    monkeypatch.setattr(core.embeddings, "get_embedder", lambda: loaded.append(True))
+    monkeypatch.setattr(core.embeddings, "get_embedder", lambda: loaded.append("embedder"))
+    monkeypatch.setattr(learning.analyzer, "get_analyzer", lambda: loaded.append("analyzer"))
     runpy.run_path(str(CONF))["post_worker_init"](None)
-    assert loaded == [True]
+    assert loaded == ["embedder", "analyzer"]
