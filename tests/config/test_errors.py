@@ -287,10 +287,11 @@ def test_paginated_lists_are_documented_as_pages(db):
         assert {"cursor", "page_size"} <= {p["name"] for p in operation["parameters"]}
 
 
-def test_input_lists_that_refuse_to_be_empty_say_so_in_the_schema(db):
+def test_inputs_that_refuse_to_be_empty_say_so_in_the_schema(db):
     schemas = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     schemas = schemas["components"]["schemas"]
     assert schemas["EventBulkInputRequest"]["properties"]["events"]["minItems"] == 1
+    assert schemas["TaskFeedbackInputRequest"]["properties"]["task_snapshot"]["minProperties"] == 1
     documents = schemas["ImportInputRequest"]["properties"]["documents"]
     assert (documents["minItems"], documents["maxItems"]) == (1, 500)
     # Each document is the strict document schema, not any object: an unknown key is refused.
