@@ -7,6 +7,7 @@ bench/ingest.py: 3 workers x 2 threads gave the best single-event throughput.
 
 import multiprocessing
 import os
+import threading
 
 # Loopback by default: the service sits behind a TLS-terminating proxy on the same host. Listening
 # on other interfaces is a deliberate choice (GUNICORN_BIND=0.0.0.0:8000, e.g. in a container).
@@ -29,11 +30,17 @@ loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 
 
 def post_worker_init(worker) -> None:
-    """Load the embedding model and fit the local analyzer before this worker takes its first request.
-    Both load lazily, per process, in seconds on a quiet machine (a minute and more on a busy one), and a
-    manual preference needs both: without this, the first one of every worker, and again after each
-    ``max_requests`` recycling, waited for them (20-60 s, and timeouts, under bench/fuzz.py). A warming
-    worker takes no connections; the others serve."""
+    """Load the embedding model and fit the local analyzer as soon as this worker starts, in the
+    background. Both load lazily, per process, in seconds on a quiet machine (a minute and more on a busy
+    one), and a manual preference needs both: loaded on demand, the first one of every worker, and again
+    after each ``max_requests`` recycling, waited for all of it (20-60 s, and timeouts, under
+    bench/fuzz.py). In the background the worker serves at once (loading before serving stalled every
+    request whenever all workers were loading at once), and a request that needs a model waits only for
+    what is left of its loading."""
+    threading.Thread(target=_load_models, name="load-models", daemon=True).start()
+
+
+def _load_models() -> None:
     # Django is set up once the worker has loaded the app.
     from core.embeddings import get_embedder  # noqa: PLC0415
     from learning.analyzer import get_analyzer  # noqa: PLC0415

@@ -10,6 +10,7 @@ import runpy
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def test_a_request_line_over_gunicorns_default_limit_reaches_django(server):
     assert json.loads(body)["error"]["code"] == "not_authenticated"
 
 
-def test_the_worker_loads_its_models_before_taking_requests(monkeypatch):
+def test_the_worker_loads_its_models_as_it_starts(monkeypatch):
     import core.embeddings  # noqa: PLC0415 - patched below, where the hook looks them up
     import learning.analyzer  # noqa: PLC0415
 
@@ -107,4 +108,7 @@ def test_the_worker_loads_its_models_before_taking_requests(monkeypatch):
     monkeypatch.setattr(core.embeddings, "get_embedder", lambda: loaded.append("embedder"))
     monkeypatch.setattr(learning.analyzer, "get_analyzer", lambda: loaded.append("analyzer"))
     runpy.run_path(str(CONF))["post_worker_init"](None)
+    for thread in threading.enumerate():
+        if thread.name == "load-models":
+            thread.join(timeout=30)
     assert loaded == ["embedder", "analyzer"]
