@@ -14,7 +14,8 @@ with Redis and a Celery worker, once per kind of key.
    - ``user``: alice's own key;
    - ``staff``: the admin's user key.
    Rate limits are off (``THROTTLE_*=0``): the run exercises the operations, not the limiter
-   (429 is documented everywhere and tested in tests/accounts).
+   (429 is documented everywhere and tested in tests/accounts). The run starts once the gunicorn
+   workers have loaded their models (``warm``), as a deployment's would have by then.
 3. ``POST /api-keys/{key_id}/revoke`` runs last, per key kind, in a run of its own: with stateful
    links the fuzzer can revoke the very key it uses, which would turn every later case into a 401.
 4. Prints the failures by check and by operation (from schemathesis' JSON report in
@@ -33,7 +34,10 @@ import argparse
 import json
 import subprocess
 import sys
+import time
+import urllib.request
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -73,6 +77,27 @@ def seed(env: dict[str, str]) -> dict[str, list[str]]:
     }
 
 
+def warm(base: str, headers: list[str], concurrency: int = 8) -> None:
+    """Wait until every gunicorn worker has loaded its models (config/gunicorn.conf.py loads them in the
+    background as a worker starts): rounds of concurrent manual preferences, which need both the
+    embedder and the analyzer, until a whole round answers within two seconds."""
+    request_headers = dict(header.split(": ", 1) for header in headers) | {"Content-Type": "application/json"}
+    body = json.dumps({"description": "Keep answers short."}).encode()
+
+    def post(_: int) -> float:
+        started = time.monotonic()
+        request = urllib.request.Request(f"{base}/api/v1/preferences", body, request_headers, method="POST")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=600) as response:  # noqa: S310 - loopback
+            response.read()
+        return time.monotonic() - started
+
+    for _ in range(20):
+        with ThreadPoolExecutor(concurrency) as pool:
+            if max(pool.map(post, range(concurrency))) < 2:
+                return
+    raise SystemExit("the gunicorn workers did not warm up")
+
+
 def schemathesis(base: str, name: str, headers: list[str], args: argparse.Namespace, *filters: str) -> Path:
     """One schemathesis run; returns its JSON report."""
     report = OUT / f"{name}.json"
@@ -91,6 +116,8 @@ def schemathesis(base: str, name: str, headers: list[str], args: argparse.Namesp
         "--continue-on-failure",
         "--request-timeout",
         "60",
+        "--wait-for-schema",
+        "120",
         "--suppress-health-check",
         "all",
         "--no-color",
@@ -166,6 +193,7 @@ def main() -> None:
         raise SystemExit(f"--keys: unknown kind {sorted(unknown)[0]!r}; use {', '.join(keys)}")
     include = ["--include-path-regex", args.include_path_regex] if args.include_path_regex else []
     with gunicorn(env, args.port, args.workers, args.threads) as base, celery_worker(env, 1):
+        warm(base, keys["user"])
         reports = [
             (kind, schemathesis(base, kind, keys[kind], args, "--exclude-path-regex", REVOKE, *include))
             for kind in kinds
