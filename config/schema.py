@@ -11,8 +11,9 @@ adds it, with an example, for each 4xx status an operation can answer:
 - 413 and 415 where the operation takes a body.
 
 Input serializers that refuse unknown fields (``StrictInputSerializer``) say so with
-``additionalProperties: false``, and input lists and dicts that refuse to be empty with ``minItems`` or
-``minProperties``, so that the schema promises only what the server accepts.
+``additionalProperties: false``, input lists and dicts that refuse to be empty with ``minItems`` or
+``minProperties``, and input integers carry the parser's 64-bit bounds, so that the schema promises only
+what the server accepts.
 
 405 is not listed per operation: OpenAPI documents the methods a path has, not the ones it lacks.
 """
@@ -27,6 +28,7 @@ from rest_framework import serializers
 
 from config.api import StrictInputSerializer
 from config.gunicorn_worker import REQUEST_LINE_LIMIT, uri_too_long_error
+from config.parsers import MAX_JSON_INT
 
 ERROR_COMPONENT = "Error"
 
@@ -151,9 +153,12 @@ class ApiAutoSchema(AutoSchema):
         return schema
 
     def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> dict[str, Any]:
-        """Also ``minItems``/``minProperties: 1`` for a list or dict input that refuses to be empty, which
-        drf-spectacular leaves out."""
+        """Also ``minItems``/``minProperties: 1`` for a list or dict input that refuses to be empty, and the
+        64-bit bounds the JSON parser holds integers to (``config.parsers``), which drf-spectacular leaves out."""
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction == "request" and schema.get("type") == "integer":
+            schema.setdefault("minimum", -MAX_JSON_INT)
+            schema.setdefault("maximum", MAX_JSON_INT)
         if direction == "request" and not getattr(field, "allow_empty", True):
             if schema.get("type") == "array":
                 schema.setdefault("minItems", 1)

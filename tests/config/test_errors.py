@@ -292,6 +292,9 @@ def test_inputs_that_refuse_to_be_empty_say_so_in_the_schema(db):
     schemas = schemas["components"]["schemas"]
     assert schemas["EventBulkInputRequest"]["properties"]["events"]["minItems"] == 1
     assert schemas["TaskFeedbackInputRequest"]["properties"]["task_snapshot"]["minProperties"] == 1
+    # Integers beyond 64 bits are refused by the parser (config/parsers.py): the schema says so.
+    user_id = schemas["TaskFeedbackInputRequest"]["properties"]["user_id"]
+    assert (user_id["minimum"], user_id["maximum"]) == (1, 2**63 - 1)
     documents = schemas["ImportInputRequest"]["properties"]["documents"]
     assert (documents["minItems"], documents["maxItems"]) == (1, 500)
     # Each document is the strict document schema, not any object: an unknown key is refused.
