@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -160,7 +161,11 @@ def celery_worker(env: dict, concurrency: int, log_level: str = "warning"):
         yield worker
     finally:
         worker.terminate()
-        worker.wait(timeout=60)
+        try:
+            worker.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # warm shutdown waits for the task at hand; cold shutdown ends it
+            worker.send_signal(signal.SIGQUIT)
+            worker.wait(timeout=60)
         log.close()
 
 

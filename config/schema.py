@@ -4,13 +4,16 @@ Every error of the API has one shape (``config.exceptions.error_body``); this sc
 adds it, with an example, for each 4xx status an operation can answer:
 
 - 400 (bad query parameters, a bad ``X-On-Behalf-Of``, a bad body), 401 (a missing or bad key),
-  403 (not allowed) and 429 (throttled, with ``Retry-After``) on every operation;
+  403 (not allowed), 414 (a request line over gunicorn's limit, answered by its worker in this shape:
+  config/gunicorn_worker.py) and 429 (throttled, with ``Retry-After``) on every operation;
 - 404 where the path or the body names a resource;
 - 409 on writes (an idempotency key reused for something else, a state-machine conflict);
 - 413 and 415 where the operation takes a body.
 
 Input serializers that refuse unknown fields (``StrictInputSerializer``) say so with
-``additionalProperties: false``, so that the schema promises only what the server accepts.
+``additionalProperties: false``, input lists and dicts that refuse to be empty with ``minItems`` or
+``minProperties``, and input integers carry the parser's 64-bit bounds, so that the schema promises only
+what the server accepts.
 
 405 is not listed per operation: OpenAPI documents the methods a path has, not the ones it lacks.
 """
@@ -24,6 +27,8 @@ from drf_spectacular.plumbing import ResolvedComponent, force_instance
 from rest_framework import serializers
 
 from config.api import StrictInputSerializer
+from config.gunicorn_worker import REQUEST_LINE_LIMIT, uri_too_long_error
+from config.parsers import MAX_JSON_INT
 
 ERROR_COMPONENT = "Error"
 
@@ -94,6 +99,13 @@ ERRORS: dict[int, tuple[str, dict[str, Any], dict[str, Any]]] = {
         ),
         {},
     ),
+    414: (
+        f"The request line (method, path and query string) is over {REQUEST_LINE_LIMIT} bytes: the server "
+        "refuses it before reading the request (`limit_request_line`, config/gunicorn.conf.py). Send long text "
+        "in a body, e.g. `POST /api/v1/context` rather than `GET` with `?message=`.",
+        uri_too_long_error(REQUEST_LINE_LIMIT),
+        {},
+    ),
     415: (
         "The body is not `application/json`.",
         _example("unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
@@ -114,7 +126,7 @@ class ApiAutoSchema(AutoSchema):
     """drf-spectacular's schema, plus the error answers of each operation (see the module docstring)."""
 
     def error_statuses(self) -> list[int]:
-        statuses = [400, 401, 403, 429]
+        statuses = [400, 401, 403, 414, 429]
         takes_body = self.method in BODY_METHODS and self.get_request_serializer() is not None
         if "{" in self.path or takes_body:
             statuses.append(404)
@@ -138,6 +150,20 @@ class ApiAutoSchema(AutoSchema):
         schema = super()._map_basic_serializer(serializer, direction)
         if direction == "request" and isinstance(force_instance(serializer), StrictInputSerializer):
             schema["additionalProperties"] = False
+        return schema
+
+    def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> dict[str, Any]:
+        """Also ``minItems``/``minProperties: 1`` for a list or dict input that refuses to be empty, and the
+        64-bit bounds the JSON parser holds integers to (``config.parsers``), which drf-spectacular leaves out."""
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction == "request" and schema.get("type") == "integer":
+            schema.setdefault("minimum", -MAX_JSON_INT)
+            schema.setdefault("maximum", MAX_JSON_INT)
+        if direction == "request" and not getattr(field, "allow_empty", True):
+            if schema.get("type") == "array":
+                schema.setdefault("minItems", 1)
+            elif schema.get("type") == "object":
+                schema.setdefault("minProperties", 1)
         return schema
 
     def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict[str, Any]:

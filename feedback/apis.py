@@ -284,7 +284,7 @@ class FeedbackEventDetailApi(APIView):
 
 
 class TaskFeedbackInputSerializer(StrictInputSerializer):
-    task_snapshot = serializers.DictField(help_text="The generated task as the user saw it.")
+    task_snapshot = serializers.DictField(allow_empty=False, help_text="The generated task as the user saw it.")
     rating = serializers.ChoiceField(choices=TaskFeedback.Rating.choices)
     reason = _text(feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
     completed = serializers.BooleanField(required=False, default=False)

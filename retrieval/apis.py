@@ -32,13 +32,8 @@ class DocumentInputSerializer(StrictInputSerializer):
 
 class ImportInputSerializer(StrictInputSerializer):
     documents = serializers.ListField(
-        child=serializers.DictField(), allow_empty=False, max_length=MAX_DOCUMENTS_PER_REQUEST
+        child=DocumentInputSerializer(), allow_empty=False, max_length=MAX_DOCUMENTS_PER_REQUEST
     )
-
-    def validate_documents(self, value: list[dict]) -> list[dict]:
-        documents = DocumentInputSerializer(data=value, many=True)
-        documents.is_valid(raise_exception=True)
-        return list(documents.validated_data)
 
 
 class ImportOutputSerializer(serializers.Serializer):

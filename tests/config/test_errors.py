@@ -260,7 +260,7 @@ def test_every_operation_documents_its_errors_with_examples(db):
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
             operations += 1
-            expected = {"400", "401", "403", "429"}
+            expected = {"400", "401", "403", "414", "429"}
             if "{" in path or "requestBody" in operation:
                 expected.add("404")
             if method != "get":
@@ -285,3 +285,26 @@ def test_paginated_lists_are_documented_as_pages(db):
         page = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
         assert {"next", "previous", "results"} <= set(page["properties"])
         assert {"cursor", "page_size"} <= {p["name"] for p in operation["parameters"]}
+
+
+def test_inputs_that_refuse_to_be_empty_say_so_in_the_schema(db):
+    schemas = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schemas = schemas["components"]["schemas"]
+    assert schemas["EventBulkInputRequest"]["properties"]["events"]["minItems"] == 1
+    assert schemas["TaskFeedbackInputRequest"]["properties"]["task_snapshot"]["minProperties"] == 1
+    # Integers beyond 64 bits are refused by the parser (config/parsers.py): the schema says so.
+    user_id = schemas["TaskFeedbackInputRequest"]["properties"]["user_id"]
+    assert (user_id["minimum"], user_id["maximum"]) == (1, 2**63 - 1)
+    documents = schemas["ImportInputRequest"]["properties"]["documents"]
+    assert (documents["minItems"], documents["maxItems"]) == (1, 500)
+    # Each document is the strict document schema, not any object: an unknown key is refused.
+    assert documents["items"] == {"$ref": "#/components/schemas/DocumentInputRequest"}
+    assert schemas["DocumentInputRequest"]["additionalProperties"] is False
+    assert {"id", "raw_text"} <= set(schemas["DocumentInputRequest"]["required"])
+
+
+def test_an_unknown_key_in_an_imported_document_is_a_400_naming_it(world):
+    body = {"documents": [{"id": "a", "raw_text": "text"}, {"id": "b", "raw_text": "text", "colour": "red"}]}
+    response = world.client("admin").post("/api/v1/retrieval/documents", body, format="json")
+    error = assert_error(response, 400, "invalid")
+    assert error["fields"] == {"documents": {"1": {"colour": ["Unknown field."]}}}
