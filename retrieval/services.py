@@ -14,6 +14,7 @@ from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
 from accounts.selectors import actor_may_use_project
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
+from core.db import atomic_retrying_deadlocks
 from core.embeddings import get_embedder
 from core.text import digest
 from feedback.models import EventFamily, Signal
@@ -197,7 +198,8 @@ def search(
         SearchHit(rank=rank, score=hit.score, weight=hit.weight, chunk=chunks[hit.chunk_id])
         for rank, hit in enumerate(ranked, start=1)
     ]
-    with transaction.atomic():
+
+    def record() -> RetrievalQuery:
         trace = RetrievalQuery.objects.create(
             user=actor.user,
             project=project,
@@ -223,8 +225,14 @@ def search(
                 score=hit.score,
                 weight=hit.weight,
             )
-            for hit in hits
+            # One order for every writer: foreign-key row locks are taken in insertion order.
+            for hit in sorted(hits, key=lambda hit: (hit.chunk.document_id, hit.rank))
         )
+        return trace
+
+    # A deadlock at COMMIT (the results' deferred foreign-key checks against a concurrent writer of
+    # the documents) is retried: the search itself succeeded and the trace must not be lost.
+    trace = atomic_retrying_deadlocks(record)
     return SearchResult(trace_id=str(trace.pk), hits=hits)
 
 
