@@ -326,42 +326,27 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     analyses = _analyses(items, vectors, known)
     preference_vectors = _preference_vectors(messages, analyses, known)
 
-    # Applied in one transaction: a batch costs a few statements besides what each message teaches.
-    # Should one message fail, none is kept, and the caller analyses them one at a time.
+    # Each message is applied in a short transaction of its own: what it teaches locks rows of its
+    # user (a preference locks the user's row, which storing their next message must read), and a
+    # request must not wait for a whole batch. The guarded update claims the message: a concurrent
+    # delivery of the same message waits on it, finds the message analysed and keeps nothing.
     results: dict[str, Analysis] = {}
-    with transaction.atomic():
-        # Every writer of what a message teaches takes its user's row first: two workers whose
-        # batches share users wait for each other, in user order, instead of deadlocking.
-        user_ids = sorted({m.user_id for m in messages})
-        list(User.objects.select_for_update().filter(pk__in=user_ids).order_by("pk").values_list("pk", flat=True))
-        waiting = {
-            locked.pk: locked
-            for locked in ChatMessage.objects.select_for_update(of=("self",))
-            .select_related("user", "project")
-            .filter(pk__in=[m.pk for m in messages], analyzed_at__isnull=True)
-            .order_by("pk")
-        }
-        applied: list[ChatMessage] = []
-        embedded: list[PromptPattern] = []
-        now = timezone.now()
-        for message, vector, category, analysis, past, preference_vector in zip(
-            messages, vectors, categories, analyses, similar_patterns, preference_vectors, strict=True
-        ):
-            locked = waiting.get(message.pk)
-            if locked is None:
-                continue  # another delivery got here first
-            pattern = patterns.get(message.pk)
-            if pattern is not None:
-                pattern.embedding, pattern.prompt_category = vector, category
-                embedded.append(pattern)
-            locked.learned = _apply(locked, analysis, vector, past, preference_vector)
-            locked.analyzed_at = now
-            locked.analysis = analysis.as_dict()
-            applied.append(locked)
-            results[str(message.pk)] = analysis
-        PromptPattern.objects.bulk_update(embedded, ["embedding", "prompt_category"])
-        ChatMessage.objects.bulk_update(applied, ["analyzed_at", "analysis", "learned"])
-        _patterns_prune(set(user_ids))
+    for message, vector, category, analysis, past, preference_vector in zip(
+        messages, vectors, categories, analyses, similar_patterns, preference_vectors, strict=True
+    ):
+        with transaction.atomic():
+            learned = _apply(message, analysis, vector, past, preference_vector)
+            claimed = ChatMessage.objects.filter(pk=message.pk, analyzed_at__isnull=True).update(
+                analyzed_at=timezone.now(), analysis=analysis.as_dict(), learned=learned
+            )
+            if not claimed:  # another delivery got here first
+                transaction.set_rollback(True)
+                continue
+            PromptPattern.objects.filter(message_id=message.pk).update(
+                embedding=vector.astype(np.float32).tobytes(), prompt_category=category
+            )
+        results[str(message.pk)] = analysis
+    _patterns_prune({m.user_id for m in messages})
     return results
 
 
