@@ -8,8 +8,11 @@
 2. Open loop: --rate messages/s for --seconds, while the worker analyses them; then waits
    for the backlog to drain and reports whether analysis kept up (the largest backlog seen
    and the time from the last request until every message was analysed).
-Goals (2-core machine): observe p95 <= 15 ms; at 50 messages/s for 60 s, no message left
-unanalysed.
+Goals (2-core machine): at 50 messages/s for 60 s, p95 <= 15 ms while the worker keeps up: every
+message analysed, the backlog drained within 5 s of the last request.
+
+bench/observe_profile.py counts what one request and one analysed message cost (queries, function
+calls), which the load of a shared machine does not disturb.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ def main() -> None:
         f"analysis: largest backlog {backlog_peak} messages, drained {drained_after:.1f} s after the last request, "
         f"left unanalysed {left} of {stored}"
     )
-    ok = closed["p95_ms"] <= 15 and left == 0 and set(paced["statuses"]) == {"201"}
+    ok = paced["p95_ms"] <= 15 and drained_after <= 5 and left == 0 and set(paced["statuses"]) == {"201"}
     print("goals met" if ok else "goals NOT met")
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from uuid import UUID
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from accounts.models import Project, User
@@ -19,6 +22,14 @@ from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, Pr
 def preference_list(*, user: User, active: bool | None = None) -> QuerySet[Preference]:
     qs = Preference.objects.filter(user=user).order_by("-active", "-confidence", "-last_reinforced_at")
     return qs if active is None else qs.filter(active=active)
+
+
+def users_with_unembedded_preferences(*, user_ids: Iterable[int]) -> set[int]:
+    """Which of these users have a preference stored without its vector (rows from before open-set
+    preferences), in one query."""
+    return set(
+        Preference.objects.filter(user_id__in=list(user_ids), embedding__isnull=True).values_list("user_id", flat=True)
+    )
 
 
 def preference_get(*, user: User, preference_id: int) -> Preference | None:
@@ -115,6 +126,45 @@ def recent_messages(*, message: ChatMessage, limit: int = 4) -> list[ChatMessage
     return list(reversed(earlier))
 
 
+def recent_messages_many(*, messages: Sequence[ChatMessage], limit: int = 4) -> dict[UUID, list[ChatMessage]]:
+    """``recent_messages`` of each of ``messages`` (by id), one query for all their sessions.
+
+    Per session it reads the newest messages before the session's latest one in ``messages``:
+    enough for every one of them unless other messages came between them; such a message (rare:
+    several of the same session, far apart) is read on its own."""
+    sessions: dict[tuple[int, str], list[ChatMessage]] = defaultdict(list)
+    for message in messages:
+        sessions[(message.user_id, message.session_id)].append(message)
+    if not sessions or limit <= 0:
+        return {message.pk: [] for message in messages}
+    depth = limit + max(len(group) for group in sessions.values()) - 1
+    bounds = Q()
+    for (user_id, session_id), group in sessions.items():
+        bounds |= Q(user_id=user_id, session_id=session_id, created_at__lt=max(m.created_at for m in group))
+    rows = (
+        ChatMessage.objects.filter(bounds)
+        .annotate(
+            newest=Window(RowNumber(), partition_by=[F("user_id"), F("session_id")], order_by=F("created_at").desc())
+        )
+        .filter(newest__lte=depth)
+        .only("id", "user_id", "session_id", "role", "content", "created_at")
+    )
+    read: dict[tuple[int, str], list[ChatMessage]] = defaultdict(list)
+    for row in rows:
+        read[(row.user_id, row.session_id)].append(row)
+    result: dict[UUID, list[ChatMessage]] = {}
+    for key, group in sessions.items():
+        newest = sorted(read[key], key=lambda row: row.created_at)
+        whole_session = len(newest) < depth  # everything before the latest was read
+        for message in group:
+            before = [row for row in newest if row.created_at < message.created_at]
+            if whole_session or len(before) >= limit:
+                result[message.pk] = before[-limit:]
+            else:
+                result[message.pk] = recent_messages(message=message, limit=limit)
+    return result
+
+
 PATTERN_WINDOW_ROWS = 100  # the newest embedded prompts a new one is compared with
 
 
@@ -124,6 +174,24 @@ def pattern_window(*, user_id: int, exclude_message_id: UUID | None = None) -> l
     if exclude_message_id is not None:
         qs = qs.exclude(message_id=exclude_message_id)
     return list(qs.only("id", "prompt_summary", "created_at", "embedding", "message_id")[:PATTERN_WINDOW_ROWS])
+
+
+def pattern_windows(*, user_ids: Iterable[int]) -> dict[int, list[PromptPattern]]:
+    """``pattern_window`` of each of these users, in one query."""
+    windows: dict[int, list[PromptPattern]] = {user_id: [] for user_id in user_ids}
+    if not windows:
+        return windows
+    rows = (
+        PromptPattern.objects.filter(user_id__in=list(windows), embedding__isnull=False)
+        .annotate(newest=Window(RowNumber(), partition_by=[F("user_id")], order_by=F("created_at").desc()))
+        .filter(newest__lte=PATTERN_WINDOW_ROWS)
+        .only("id", "user_id", "prompt_summary", "created_at", "embedding", "message_id")
+    )
+    for row in rows:
+        windows[row.user_id].append(row)
+    for window in windows.values():
+        window.sort(key=lambda row: row.created_at, reverse=True)
+    return windows
 
 
 def unanalyzed_message_ids(*, older_than_seconds: int, limit: int = 500) -> list[str]:

@@ -92,8 +92,9 @@ class MessageCreateApi(APIView):
         else:
             observed = messages.message_observe_once(**fields, client_message_id=client_id)
         message = observed.message
-        if message.role == ChatMessage.Role.USER:
-            # In-process tasks (the default) have analysed it by now; with a worker it is usually pending.
+        if message.role == ChatMessage.Role.USER and not observed.replayed and messages.analysis_in_process():
+            # In-process tasks (local, tests) have analysed it by now. With a worker it was pending when
+            # stored (a replay was read just now): no query to ask again.
             message.refresh_from_db(fields=["analyzed_at", "learned"])
         body = {
             "message_id": message.pk,

@@ -13,7 +13,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from accounts.models import Project, User
@@ -32,7 +33,13 @@ from learning.analyzer.workflows import prompt_categories, same_task_matches, wo
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
 from learning.models import ChatMessage, PromptPattern
-from learning.selectors import PATTERN_WINDOW_ROWS, pattern_window, recent_messages, unanalyzed_message_ids
+from learning.selectors import (
+    PATTERN_WINDOW_ROWS,
+    pattern_windows,
+    recent_messages_many,
+    unanalyzed_message_ids,
+    users_with_unembedded_preferences,
+)
 from learning.services.common import message_event_record
 from learning.services.memories import memory_remember
 from learning.services.preferences import preference_embed_missing, preference_learn, preference_text
@@ -160,6 +167,12 @@ def _observe(
     return message, context
 
 
+def analysis_in_process() -> bool:
+    """Whether a message's analysis runs in this process when its transaction commits (eager tasks:
+    local development and tests), rather than in a worker."""
+    return bool(tasks.analyze_message.app.conf.task_always_eager)
+
+
 def _queued_key() -> str:
     return f"learning:analysis-queued:{settings.CELERY_TASK_DEFAULT_QUEUE}"
 
@@ -245,14 +258,15 @@ def analysis_sweep(*, older_than_seconds: int) -> int:
     return len(ids)
 
 
-def _pattern_prune(user_id: int) -> int:
-    """Keep the newest PROMPT_WINDOW prompt patterns of a user; delete the rest in one statement."""
-    keep = (
-        PromptPattern.objects.filter(user_id=user_id)
-        .order_by("-created_at", "-id")
-        .values_list("id", flat=True)[: learning_settings.PROMPT_WINDOW]
+def _patterns_prune(user_ids: set[int]) -> int:
+    """Keep the newest PROMPT_WINDOW prompt patterns of each of these users; delete the rest in one statement."""
+    ranked = PromptPattern.objects.filter(user_id__in=user_ids).annotate(
+        newer=Window(RowNumber(), partition_by=[F("user_id")], order_by=[F("created_at").desc(), F("id").desc()])
     )
-    deleted, _ = PromptPattern.objects.filter(user_id=user_id).exclude(id__in=keep).delete()
+    stale = list(ranked.filter(newer__gt=learning_settings.PROMPT_WINDOW).values_list("id", flat=True))
+    if not stale:
+        return 0
+    deleted, _ = PromptPattern.objects.filter(id__in=stale).delete()
     return deleted
 
 
@@ -306,44 +320,47 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     embedder = get_embedder()
     vectors = embedder.embed([m.content for m in messages])
     categories = prompt_categories(vectors)
-    items, similar_patterns, earlier = _inputs(messages, vectors)
+    patterns = {p.message_id: p for p in PromptPattern.objects.filter(message_id__in=[m.pk for m in messages])}
+    items, similar_patterns, earlier = _inputs(messages, vectors, patterns)
     known = KnownVectors(embedder, _known_vectors(messages, vectors, earlier))
     analyses = _analyses(items, vectors, known)
     preference_vectors = _preference_vectors(messages, analyses, known)
 
+    # Each message is applied in a short transaction of its own: what it teaches locks rows of its
+    # user (a preference locks the user's row, which storing their next message must read), and a
+    # request must not wait for a whole batch. The guarded update claims the message: a concurrent
+    # delivery of the same message waits on it, finds the message analysed and keeps nothing.
     results: dict[str, Analysis] = {}
     for message, vector, category, analysis, past, preference_vector in zip(
         messages, vectors, categories, analyses, similar_patterns, preference_vectors, strict=True
     ):
         with transaction.atomic():
-            locked = (
-                ChatMessage.objects.select_for_update(of=("self",)).select_related("user", "project").get(pk=message.pk)
+            learned = _apply(message, analysis, vector, past, preference_vector)
+            claimed = ChatMessage.objects.filter(pk=message.pk, analyzed_at__isnull=True).update(
+                analyzed_at=timezone.now(), analysis=analysis.as_dict(), learned=learned
             )
-            if locked.analyzed_at is not None:
-                continue  # another delivery got here first
+            if not claimed:  # another delivery got here first
+                transaction.set_rollback(True)
+                continue
             PromptPattern.objects.filter(message_id=message.pk).update(
                 embedding=vector.astype(np.float32).tobytes(), prompt_category=category
             )
-            locked.learned = _apply(locked, analysis, vector, past, preference_vector)
-            locked.analyzed_at = timezone.now()
-            locked.analysis = analysis.as_dict()
-            locked.save(update_fields=["analyzed_at", "analysis", "learned"])
         results[str(message.pk)] = analysis
-    for user_id in {m.user_id for m in messages}:
-        _pattern_prune(user_id)
+    _patterns_prune({m.user_id for m in messages})
     return results
 
 
 def _inputs(
-    messages: list[ChatMessage], vectors: np.ndarray
+    messages: list[ChatMessage], vectors: np.ndarray, patterns: dict[Any, PromptPattern]
 ) -> tuple[list[AnalyzerInput], list[list[PromptPattern]], dict[Any, str]]:
     """What the analyzer reads about each message, the past requests of the same task, and the
     user's earlier turns in the conversations read (id: content).
 
     Each message's window is the user's embedded prompt patterns as they stand when it is applied:
-    the stored ones (read once per user) and those of the batch's earlier messages, embedded just now."""
-    patterns = {p.message_id: p for p in PromptPattern.objects.filter(message_id__in=[m.pk for m in messages])}
-    windows = {user_id: pattern_window(user_id=user_id) for user_id in {m.user_id for m in messages}}
+    the stored ones (read once for the batch's users) and those of the batch's earlier messages,
+    embedded just now; ``patterns`` are the batch's own (by message id)."""
+    windows = pattern_windows(user_ids={m.user_id for m in messages})
+    recents = recent_messages_many(messages=messages)
     words_embed([m.content for m in messages] + [p.prompt_summary for w in windows.values() for p in w])
     items: list[AnalyzerInput] = []
     similar_patterns: list[list[PromptPattern]] = []
@@ -362,7 +379,7 @@ def _inputs(
             similar.append(SimilarPrompt(pattern.prompt_summary, (now - pattern.created_at).days, round(similarity, 3)))
             past.append(pattern)
         similar.sort(key=lambda p: -p.similarity)
-        recent = recent_messages(message=message)
+        recent = recents[message.pk]
         earlier.update((m.pk, m.content) for m in recent if m.role == ChatMessage.Role.USER)
         items.append(
             AnalyzerInput(
@@ -412,8 +429,9 @@ def _preference_vectors(
     result: list[np.ndarray | None] = [None] * len(messages)
     if not wanted:
         return result
-    for user in {messages[i].user_id: messages[i].user for i in wanted}.values():
-        preference_embed_missing(user)
+    users = {messages[i].user_id: messages[i].user for i in wanted}
+    for user_id in users_with_unembedded_preferences(user_ids=users):
+        preference_embed_missing(users[user_id])
     descriptions = [preference_text(analyses[i].preference.description) for i in wanted]  # type: ignore[union-attr]
     for i, vector in zip(wanted, known.embed(descriptions), strict=True):
         result[i] = vector
