@@ -91,6 +91,13 @@ class LearningSettings(AppSettings):
     )
 
     # Analysis in the worker.
+    ANALYSIS_PUBLISH_BREAKER_SECONDS = Tunable(
+        5.0,
+        minimum=0.0,
+        maximum=300.0,
+        doc="After a failed publish of an analysis task, how long a web process stores messages without "
+        "trying the broker again (0: try every time); the worker's sweep on reconnect queues them.",
+    )
     ANALYSIS_SWEEP_AFTER_SECONDS = Tunable(
         60,
         minimum=1,

@@ -17,6 +17,7 @@ from accounts.models import ApiKey, Project, User
 from accounts.selectors import auth_cache_clear
 from accounts.services import api_key_create
 from core.embeddings import LocalEmbedder, OpenAIEmbedder, get_embedder
+from learning.services.messages import analysis_publish_breaker_reset
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 
 
@@ -101,6 +102,7 @@ def _fresh_process_state():
     authentication._last_reported.clear()
     auth_cache_clear()
     cache.clear()
+    analysis_publish_breaker_reset()
     yield
     authentication._last_reported.clear()
     auth_cache_clear()

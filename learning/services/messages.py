@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -182,6 +183,9 @@ def _queued_key() -> str:
 # broker lost holds nothing up for long (and the sweep finds what it left).
 ANALYSIS_QUEUED_SECONDS = 10
 
+# Per process: until when (time.monotonic()) a failed publish keeps requests from trying the broker.
+_publish_down_until = 0.0
+
 
 def _enqueue_analysis(message_id: str) -> None:
     """Queue the analysis of a stored message, unless a queued task that has not started yet will
@@ -190,6 +194,12 @@ def _enqueue_analysis(message_id: str) -> None:
     CELERY_TASK_PUBLISH_RETRY_POLICY) and is logged: the message stays stored, unanalysed, and
     learning.analyze_pending_messages (the sweep) queues it again. In eager mode (local, tests) an
     analysis that fails is logged the same way."""
+    global _publish_down_until
+    if time.monotonic() < _publish_down_until:
+        # The broker failed a publish moments ago: no request waits out its timeouts again. The
+        # worker's sweep when it reconnects (or beat's) queues the message.
+        logger.info("broker marked down; analysis of message %s is left to the sweep", message_id)
+        return
     key = _queued_key()
     try:
         if not cache.add(key, message_id, timeout=ANALYSIS_QUEUED_SECONDS):
@@ -200,7 +210,15 @@ def _enqueue_analysis(message_id: str) -> None:
         tasks.analyze_message.delay(message_id)
     except Exception:
         _analysis_dequeued()
+        if not analysis_in_process():  # in-process, the failure was the analysis, not the broker
+            _publish_down_until = time.monotonic() + learning_settings.ANALYSIS_PUBLISH_BREAKER_SECONDS
         logger.warning("could not enqueue analysis of message %s; the sweep will retry", message_id, exc_info=True)
+
+
+def analysis_publish_breaker_reset() -> None:
+    """Try the broker again at the next message (tests; an operator's shell after an outage)."""
+    global _publish_down_until
+    _publish_down_until = 0.0
 
 
 def _analysis_dequeued() -> None:
@@ -254,6 +272,7 @@ def analysis_sweep(*, older_than_seconds: int) -> int:
     ids = unanalyzed_message_ids(older_than_seconds=older_than_seconds)
     if ids:
         _analysis_dequeued()  # a mark left by a task the broker lost must not hold this one back
+        analysis_publish_breaker_reset()  # the sweep is the retry: it tries the broker now
         _enqueue_analysis(ids[0])
     return len(ids)
 

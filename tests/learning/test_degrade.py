@@ -17,8 +17,10 @@ from django.utils import timezone
 
 from config.celery import SWEEP_TASK, SweepOnConnect, app
 from learning import tasks
+from learning.conf import learning_settings
 from learning.context import cache as context_cache
 from learning.models import ChatMessage, Preference, PromptPattern
+from learning.services import messages as messages_service
 from learning.services import preferences
 from tests.conftest import DOWN_REDIS
 
@@ -171,3 +173,36 @@ def test_a_worker_that_connects_to_the_broker_sweeps_every_waiting_message(
     with caplog.at_level(logging.WARNING, logger="config.celery"):
         SweepOnConnect(consumer).start(SimpleNamespace(app=SimpleNamespace(send_task=broker_gone)))  # no raise
     assert any("could not queue the analysis sweep" in r.getMessage() for r in caplog.records)
+
+
+def test_after_a_failed_publish_requests_leave_the_broker_alone_until_the_breaker_expires(
+    world, analyzer, settings, monkeypatch, request, django_capture_on_commit_callbacks
+):
+    """A broker that hangs costs one request its publish timeouts, not every request: for
+    ANALYSIS_PUBLISH_BREAKER_SECONDS the messages are stored and left to the sweep."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    request.addfinalizer(lambda: setattr(app.conf, "task_always_eager", eager))
+    publishes = []
+
+    def publish_fails(*args, **kwargs):
+        publishes.append(1)
+        raise OSError("broker down")
+
+    monkeypatch.setattr(tasks.analyze_message, "apply_async", publish_fails)
+    clock = [1000.0]
+    monkeypatch.setattr(messages_service.time, "monotonic", lambda: clock[0])
+    client = world.client("owner")
+    with django_capture_on_commit_callbacks(execute=True):
+        statuses = [_post(client, text).status_code for text in ("One.", "Two.", "Three.")]
+    assert statuses == [201, 201, 201]
+    assert len(publishes) == 1  # the first request tried; the next two did not wait on the broker
+    clock[0] += learning_settings.ANALYSIS_PUBLISH_BREAKER_SECONDS + 0.1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert _post(client, "Four.").status_code == 201
+    assert len(publishes) == 2  # the breaker expired: the broker is tried again
+    # The sweep is the retry: it tries the broker at once, breaker or not.
+    messages_service.analysis_sweep(older_than_seconds=0)
+    assert len(publishes) == 3
+    assert ChatMessage.objects.filter(user=world.owner, analyzed_at__isnull=True).count() == 4
