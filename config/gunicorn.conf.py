@@ -30,20 +30,23 @@ loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 
 
 def post_worker_init(worker) -> None:
-    """Load the embedding model and fit the local analyzer as soon as this worker starts, in the
-    background. Both load lazily, per process, in seconds on a quiet machine (a minute and more on a busy
-    one), and a manual preference needs both: loaded on demand, the first one of every worker, and again
+    """Load the embedding model as soon as this worker starts, in the background. It loads lazily, per
+    process, in a second or two on a quiet machine (a minute on a busy one), and search, context and
+    manual preferences need it: loaded on demand, the first such request of every worker, and again
     after each ``max_requests`` recycling, waited for all of it (20-60 s, and timeouts, under
     bench/fuzz.py). In the background the worker serves at once (loading before serving stalled every
-    request whenever all workers were loading at once), and a request that needs a model waits only for
-    what is left of its loading."""
+    request whenever all workers were loading at once), and a request that needs the model waits only
+    for what is left of its loading.
+
+    The local analyzer is not fitted here: fitting costs tens of seconds of CPU per process, which
+    every worker would pay again at each recycling while it serves (bench/ingest.py: 466 -> 231
+    single events/s, p95 24 -> 52 ms). Web processes need it only for a preference added by hand,
+    which waits for the fit once per worker; the Celery worker analyses messages."""
     threading.Thread(target=_load_models, name="load-models", daemon=True).start()
 
 
 def _load_models() -> None:
     # Django is set up once the worker has loaded the app.
     from core.embeddings import get_embedder  # noqa: PLC0415
-    from learning.analyzer import get_analyzer  # noqa: PLC0415
 
     get_embedder()
-    get_analyzer()

@@ -100,7 +100,7 @@ def test_a_request_line_over_gunicorns_default_limit_reaches_django(server):
     assert json.loads(body)["error"]["code"] == "not_authenticated"
 
 
-def test_the_worker_loads_its_models_as_it_starts(monkeypatch):
+def test_the_worker_loads_the_embedding_model_as_it_starts_and_fits_no_analyzer(monkeypatch):
     import core.embeddings  # noqa: PLC0415 - patched below, where the hook looks them up
     import learning.analyzer  # noqa: PLC0415
 
@@ -111,4 +111,4 @@ def test_the_worker_loads_its_models_as_it_starts(monkeypatch):
     for thread in threading.enumerate():
         if thread.name == "load-models":
             thread.join(timeout=30)
-    assert loaded == ["embedder", "analyzer"]
+    assert loaded == ["embedder"]
