@@ -132,8 +132,17 @@ def normalise(text: str) -> str:
         parts = re.split(r"\s{2,}", flat.strip())
         flat = " ".join(p.replace(" ", "") if all(len(t) == 1 for t in p.split()) else p for p in parts)
     flat = _SPACED.sub(lambda m: re.sub(r"[ .\-*_]", "", m.group(0)), flat)
-    flat = _MIXED.sub(lambda m: m.group(0).translate(_LEET), flat)
+    flat = _MIXED.sub(_unleet, flat)
     return flat.replace("_", " ")
+
+
+_HEX = re.compile(r"[0-9a-f]{6,}", re.IGNORECASE)
+
+
+def _unleet(match: re.Match[str]) -> str:
+    token = match.group(0)
+    # Hashes, UUIDs and hex ids mix digits and letters too, but they are not words in disguise.
+    return token if _HEX.fullmatch(token) else token.translate(_LEET)
 
 
 def windows(text: str) -> list[str]:
