@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -194,7 +195,6 @@ def _enqueue_analysis(message_id: str) -> None:
     CELERY_TASK_PUBLISH_RETRY_POLICY) and is logged: the message stays stored, unanalysed, and
     learning.analyze_pending_messages (the sweep) queues it again. In eager mode (local, tests) an
     analysis that fails is logged the same way."""
-    global _publish_down_until
     if time.monotonic() < _publish_down_until:
         # The broker failed a publish moments ago: no request waits out its timeouts again. The
         # worker's sweep when it reconnects (or beat's) queues the message.
@@ -206,6 +206,24 @@ def _enqueue_analysis(message_id: str) -> None:
             return
     except Exception:
         logger.warning("no cache to coalesce analysis tasks; queueing one for message %s", message_id, exc_info=True)
+        # Coalesce within this process instead: the task of a publish already in flight claims this
+        # message too when it runs (or, if that publish fails, the sweep does). Without this, with the
+        # cache and the broker both hanging, every request waited out its own publish timeout.
+        if not _publishing.acquire(blocking=False):
+            return
+        try:
+            _publish(message_id)
+        finally:
+            _publishing.release()
+        return
+    _publish(message_id)
+
+
+_publishing = threading.Lock()
+
+
+def _publish(message_id: str) -> None:
+    global _publish_down_until
     try:
         tasks.analyze_message.delay(message_id)
     except Exception:

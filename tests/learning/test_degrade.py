@@ -8,6 +8,7 @@ After the outage the sweep (``learning.analyze_pending_messages``) analyses what
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
 from datetime import timedelta
 from types import SimpleNamespace
@@ -206,3 +207,34 @@ def test_after_a_failed_publish_requests_leave_the_broker_alone_until_the_breake
     messages_service.analysis_sweep(older_than_seconds=0)
     assert len(publishes) == 3
     assert ChatMessage.objects.filter(user=world.owner, analyzed_at__isnull=True).count() == 4
+
+
+def test_with_the_cache_down_a_process_publishes_one_analysis_task_at_a_time(monkeypatch):
+    """Without the cache's mark, the task of a publish in flight claims the messages stored meanwhile:
+    they are not published again (with the broker hanging too, each would wait out its timeout)."""
+
+    class DownCache:
+        def add(self, *args, **kwargs):
+            raise ConnectionError("cache down")
+
+        def delete(self, *args, **kwargs):
+            raise ConnectionError("cache down")
+
+    monkeypatch.setattr(messages_service, "cache", DownCache())
+    started, release = threading.Event(), threading.Event()
+    published = []
+
+    def slow_publish(message_id):
+        published.append(message_id)
+        started.set()
+        release.wait(10)
+
+    monkeypatch.setattr(tasks.analyze_message, "delay", slow_publish)
+    first = threading.Thread(target=messages_service._enqueue_analysis, args=("a",))
+    first.start()
+    assert started.wait(10)
+    messages_service._enqueue_analysis("b")  # returns at once: a's task claims b when it runs
+    release.set()
+    first.join(10)
+    messages_service._enqueue_analysis("c")  # nothing in flight: published
+    assert published == ["a", "c"]
