@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
@@ -105,9 +104,19 @@ class KnownVectors:
         return self.embed([text])[0]
 
 
-@lru_cache(maxsize=1)
+_load_lock = threading.Lock()
+_loaded: LocalEmbedder | None = None
+
+
 def _local() -> LocalEmbedder:
-    return LocalEmbedder()
+    """The process's one local model. Loaded under a lock: a gunicorn worker's warm-up thread and its
+    first request must not both load it (seconds of CPU and a second copy of the weights)."""
+    global _loaded
+    if _loaded is None:
+        with _load_lock:
+            if _loaded is None:
+                _loaded = LocalEmbedder()
+    return _loaded
 
 
 def get_embedder() -> LocalEmbedder | OpenAIEmbedder:
