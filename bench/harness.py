@@ -4,6 +4,7 @@ a Celery worker, and the load generator (bench/loadgen.py) in its own process.""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import secrets
@@ -75,6 +76,26 @@ def django_in_scratch(pg: str, database: str, *, cache: str | None = None) -> No
 
     context_invalidate_all()
     context_invalidate_shared()
+
+
+def wsgi_post(app, path: str, body: bytes, *, key: str, on_behalf_of: str, start_response) -> bytes:
+    """POST a JSON body to a WSGI app in this process, as a service key acting for a user (the
+    profiling scripts call the app directly: no server, no sockets, only the request path)."""
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": path,
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": "127.0.0.1",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_AUTHORIZATION": f"Bearer {key}",
+        "HTTP_X_ON_BEHALF_OF": on_behalf_of,
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": "http",
+    }
+    return b"".join(app(environ, start_response))
 
 
 def service_key(env: dict) -> str:

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections import Counter
 
-from harness import django_in_scratch
+from harness import django_in_scratch, wsgi_post
 from loadgen import single_body
 
 
@@ -88,21 +88,14 @@ def main() -> None:
 
     def post(i: int) -> None:
         body = single_body(i, run)
-        environ = {
-            "REQUEST_METHOD": "POST",
-            "PATH_INFO": "/api/v1/feedback/events",
-            "SERVER_NAME": "127.0.0.1",
-            "SERVER_PORT": "8000",
-            "REMOTE_ADDR": "127.0.0.1",
-            "HTTP_HOST": "127.0.0.1",
-            "CONTENT_TYPE": "application/json",
-            "CONTENT_LENGTH": str(len(body)),
-            "HTTP_AUTHORIZATION": f"Bearer {raw}",
-            "HTTP_X_ON_BEHALF_OF": f"bench-user-{i % args.users}",
-            "wsgi.input": io.BytesIO(body),
-            "wsgi.url_scheme": "http",
-        }
-        b"".join(app(environ, start_response))
+        wsgi_post(
+            app,
+            "/api/v1/feedback/events",
+            body,
+            key=raw,
+            on_behalf_of=f"bench-user-{i % args.users}",
+            start_response=start_response,
+        )
 
     # Warm: users created (a new user is not remembered until it is next looked up), caches filled,
     # connections open.
