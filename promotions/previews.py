@@ -9,7 +9,8 @@ import numpy as np
 from config.exceptions import ApplicationError
 from promotions.models import LearningPromotion
 from retrieval.models import RetrievalFeedback, RetrievalQuery
-from retrieval.selectors import anchor_vectors, near_paraphrase, query_terms, rank_chunks
+from retrieval.scope import near_paraphrase, query_terms
+from retrieval.selectors import anchor_vectors, rank_chunks
 
 POSITIVE_OUTCOMES = {"helpful"}
 

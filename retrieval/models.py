@@ -130,6 +130,9 @@ class RetrievalFeedback(models.Model):
     user_referenced = models.BooleanField(default=False)
     used_in_answer = models.BooleanField(default=False)
     outcome = models.CharField(max_length=16, default="unknown", choices=[(o, o) for o in OUTCOMES])
+    # Exploration put this result at a randomised rank (not where its score would have put it):
+    # the position-bias estimate reads these.
+    explored = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:

@@ -11,10 +11,10 @@ from accounts.actors import Actor
 from accounts.models import Project
 from accounts.selectors import project_ids_for_user
 from core.ids import parse_uuid
-from core.text import content_words, stem
-from retrieval.conf import clamp_multiplier, retrieval_settings
+from retrieval.conf import clamp_multiplier
 from retrieval.index import get_index
 from retrieval.models import Chunk, RetrievalQuery, RetrievalWeight, WeightScope, WeightStatus
+from retrieval.scope import near_paraphrase, query_terms
 
 
 def document_visibility_q(*, actor: Actor, prefix: str = "") -> Q:
@@ -59,27 +59,6 @@ def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:
     elif not actor.sees_everything:
         qs = qs.filter(actor.limit_q()).filter(user=actor.user) if actor.user is not None else qs.none()
     return qs.first()
-
-
-def query_terms(text: str) -> list[str]:
-    """A query's content words, crudely stemmed (plural s), sorted and unique."""
-    return sorted({stem(word) for word in content_words(text)})
-
-
-def near_paraphrase(
-    query_vector: np.ndarray, terms: set[str], anchors: np.ndarray, anchor_terms: list, minimum: float
-) -> bool:
-    """Is the query a near-paraphrase of one of the anchors: close in embedding and in words?"""
-    similarities = anchors.reshape(-1, query_vector.shape[0]) @ query_vector
-    min_overlap = retrieval_settings.RETRIEVAL_MIN_TERM_OVERLAP
-    for similarity, words in zip(similarities, anchor_terms or [[]] * len(similarities), strict=False):
-        if similarity < minimum:
-            continue
-        union = terms | set(words)
-        overlap = len(terms & set(words)) / len(union) if union else 0.0
-        if not words or overlap >= min_overlap:
-            return True
-    return False
 
 
 def anchor_vectors(learning: dict) -> np.ndarray:

@@ -33,7 +33,7 @@ from promotions.models import OPEN_STATUSES, LearningPromotion
 from promotions.services import Proposal, promotions_propose_bulk
 from retrieval.conf import clamp_multiplier
 from retrieval.models import RetrievalFeedback
-from retrieval.selectors import query_terms
+from retrieval.scope import query_terms
 
 POSITIVE = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | Q(outcome="helpful")
 PROBLEMS = ("unhelpful", "wrong_project", "stale", "unsupported")

@@ -14,7 +14,8 @@ from feedback.models import FeedbackEvent
 from retrieval import index as index_module
 from retrieval.chunking import chunk_text
 from retrieval.models import Chunk, Document, IndexGeneration, RetrievalFeedback, RetrievalQuery
-from retrieval.selectors import query_terms, rank_chunks
+from retrieval.scope import query_terms
+from retrieval.selectors import rank_chunks
 from retrieval.services import DocumentInput, documents_import
 from tests.learning.fake_openai import FakeOpenAI
 
