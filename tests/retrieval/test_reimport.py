@@ -317,6 +317,14 @@ def test_the_console_shows_the_refusal_and_the_orphaning_in_the_audit_trail(worl
     assert f"Retrieval weight {weight_of(promotion).pk} of this promotion is orphaned" in page
     assert "retrieval_weight_orphaned" in page
     assert "changed or was removed by a re-import" in page
+    assert f"{weight_of(promotion).pk} · orphaned" in page
+    preview = client.get(f"/console/promotions/{promotion.pk}/?preview=1").content.decode()
+    assert f"Chunk {promotion.subject_id} no longer exists" in preview
+    response = world.client("admin").get(f"/api/v1/promotions/{promotion.pk}/preview")
+    assert response.status_code == 409
+    assert "no longer exists" in response.json()["error"]["message"]
+    listing = client.get("/console/promotions/?status=applied").content.decode()
+    assert '<div class="metric" data-role="orphaned-weights"><b>1</b>orphaned weights</div>' in listing
 
 
 # --- traces of removed passages ---------------------------------------------------------------
