@@ -48,7 +48,9 @@ class DestinationWriter(Protocol):
 
     def resume(self, promotion: LearningPromotion) -> None: ...
 
-    def retire(self, promotion: LearningPromotion) -> None: ...
+    def retire(self, promotion: LearningPromotion) -> dict[str, Any] | None:
+        """Retire the destination (superseding); what the audit event should add, if anything."""
+        ...
 
 
 def task_title(value: Any) -> str:
@@ -165,8 +167,12 @@ class RetrievalWeightWriter:
     def resume(self, promotion: LearningPromotion) -> None:
         weight_set_status(promotion_id=promotion.pk, status=WeightStatus.ACTIVE)
 
-    def retire(self, promotion: LearningPromotion) -> None:
-        weight_set_status(promotion_id=promotion.pk, status=WeightStatus.SUPERSEDED)
+    def retire(self, promotion: LearningPromotion) -> dict[str, Any] | None:
+        # An orphaned weight stays orphaned (a documented no-op): the audit event says so.
+        weight = weight_set_status(promotion_id=promotion.pk, status=WeightStatus.SUPERSEDED)
+        if weight is not None and weight.status == WeightStatus.ORPHANED:
+            return {"weight": weight.pk, "weight_status": WeightStatus.ORPHANED}
+        return None
 
 
 class MemoryWriter:

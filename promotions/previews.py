@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from config.exceptions import ApplicationError
+from config.exceptions import ApplicationError, Conflict
 from promotions.models import LearningPromotion
-from retrieval.models import RetrievalFeedback, RetrievalQuery
+from retrieval.models import Chunk, RetrievalFeedback, RetrievalQuery
 from retrieval.scope import near_paraphrase, query_terms
 from retrieval.selectors import anchor_vectors, rank_chunks
 
@@ -45,6 +45,12 @@ def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) 
         raise ApplicationError("Only retrieval weights have an impact preview.", field="promotion_type")
     learning = promotion.proposed_learning
     chunk_id, multiplier = int(learning["chunk"]), float(learning["multiplier"])
+    if not Chunk.objects.filter(pk=chunk_id).exists():
+        raise Conflict(
+            f"Chunk {chunk_id} no longer exists: a re-import changed or removed its passage, so there is no "
+            "impact to preview.",
+            field="subject_id",
+        )
     recent = list(RetrievalQuery.objects.select_related("project").order_by("-created_at")[:limit])
     anchors = anchor_vectors(learning)
     touched = [trace for trace in recent if _in_scope(learning, anchors, trace)]

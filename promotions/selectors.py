@@ -56,12 +56,22 @@ def console_metrics() -> dict[str, int]:
         superseded=Count("id", filter=Q(status="superseded")),
     )
     weights = RetrievalWeight.objects.aggregate(
-        active_weights=Count("id", filter=Q(status="active")), paused_weights=Count("id", filter=Q(status="paused"))
+        active_weights=Count("id", filter=Q(status="active")),
+        paused_weights=Count("id", filter=Q(status="paused")),
+        orphaned_weights=Count("id", filter=Q(status="orphaned")),
     )
     activity = FeedbackEvent.objects.filter(
         subject_type="promotion", created_at__gte=timezone.now() - timedelta(days=7)
     ).count()
     return {**promotions, **weights, "audit_activity_7d": activity}
+
+
+def retrieval_weight_of(*, promotion: LearningPromotion) -> RetrievalWeight | None:
+    """The weight a retrieval_weight promotion made, if any (the console shows its status: an orphaned
+    one can only be superseded)."""
+    if promotion.promotion_type != "retrieval_weight":
+        return None
+    return RetrievalWeight.objects.filter(promotion_id=promotion.pk).only("pk", "status", "document_id").first()
 
 
 def promotion_activity(*, promotion_id: str | None = None, limit: int = 20) -> QuerySet:

@@ -320,8 +320,7 @@ def _write_destination(
                 raise ApplicationError("superseded_by must name another promotion.", field="superseded_by")
             promotion.superseded_by = replacement
             extra = {"superseded_by": str(replacement.pk)}
-        writer.retire(promotion)
-        return extra
+        return {**extra, **(writer.retire(promotion) or {})}
     return {}
 
 

@@ -46,7 +46,10 @@ def promotion_detail(request: HttpRequest, promotion_id: str) -> HttpResponse:
         raise Http404("No such promotion.")
     preview = None
     if promotion.promotion_type == "retrieval_weight" and request.GET.get("preview"):
-        preview = retrieval_weight_preview(promotion=promotion)
+        try:
+            preview = retrieval_weight_preview(promotion=promotion)
+        except ApplicationError as exc:  # its passage is gone
+            messages.error(request, exc.message)
     learning = {k: v for k, v in promotion.proposed_learning.items() if k not in ("anchor_traces", "anchor_terms")}
     # Agent learnings carry their evidence as rows (the responses and reasons behind them).
     evidence = learning.pop("evidence") if isinstance(learning.get("evidence"), list) else []
@@ -61,6 +64,7 @@ def promotion_detail(request: HttpRequest, promotion_id: str) -> HttpResponse:
             "preview": preview,
             "actions": ACTIONS,
             "activity": selectors.promotion_activity(promotion_id=str(promotion.pk)),
+            "weight": selectors.retrieval_weight_of(promotion=promotion),
         },
     )
 

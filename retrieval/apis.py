@@ -42,6 +42,9 @@ class ImportOutputSerializer(serializers.Serializer):
     unchanged = serializers.IntegerField()
     chunks_embedded = serializers.IntegerField()
     chunks_reused = serializers.IntegerField()
+    chunks_kept = serializers.IntegerField(help_text="passages of changed documents that kept their chunk")
+    chunks_removed = serializers.IntegerField(help_text="chunks of changed or removed passages deleted")
+    weights_orphaned = serializers.IntegerField(help_text="live weights of those chunks, now orphaned")
 
 
 class DocumentImportApi(APIView):

@@ -122,7 +122,10 @@ class RetrievalFeedback(models.Model):
     tool_name = models.CharField(max_length=100, blank=True, default="")
     query_text = models.TextField()
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    # NULL once a re-import changed or removed the passage: the row stays, since a trace records
+    # what was shown at which rank (position-bias estimates read every rank of it), but it is
+    # evidence about a passage that no longer exists and counts for no chunk.
+    chunk = models.ForeignKey(Chunk, null=True, on_delete=models.SET_NULL, related_name="+")
     rank = models.PositiveSmallIntegerField()
     score = models.FloatField()
     weight = models.FloatField(default=1.0)
@@ -161,6 +164,9 @@ class WeightStatus(models.TextChoices):
     ACTIVE = "active"
     PAUSED = "paused"
     SUPERSEDED = "superseded"
+    # Its passage changed or was removed by a re-import: it applies to nothing and cannot be paused
+    # or resumed (the promotion that made it can only be superseded).
+    ORPHANED = "orphaned"
 
 
 class RetrievalWeight(models.Model):
@@ -169,8 +175,11 @@ class RetrievalWeight(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     subject_type = models.CharField(max_length=16, default="chunk")
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    # NULL once orphaned: the weight row and its history outlive the passage it was learned on,
+    # which content_hash (and the document) still name.
+    chunk = models.ForeignKey(Chunk, null=True, on_delete=models.SET_NULL, related_name="+")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    content_hash = models.CharField(max_length=64, blank=True, default="")
     scope = models.CharField(max_length=16, choices=WeightScope.choices)
     project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     # For query-scoped weights: the embeddings of the queries behind the evidence (stacked);

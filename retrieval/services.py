@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
@@ -58,6 +61,11 @@ class ImportReport:
     unchanged: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    # Of the changed documents: passages that kept their chunk (id, embedding, weights, traces),
+    # chunks of changed or removed passages deleted, and the live weights those orphaned.
+    chunks_kept: int = 0
+    chunks_removed: int = 0
+    weights_orphaned: int = 0
 
 
 def _may_import(actor: Actor, slugs: set[str | None], projects: dict[str, Project]) -> None:
@@ -79,9 +87,55 @@ def _may_import(actor: Actor, slugs: set[str | None], projects: dict[str, Projec
         raise AccessDenied(f"You are not an admin of project {sorted(missing)[0]!r}.", field="project")
 
 
+@dataclass(frozen=True)
+class StoredPassage:
+    """A chunk row as re-import sees it (no text, no embedding)."""
+
+    pk: int
+    position: int
+    content_hash: str
+    chunk_id: str
+
+
+def passages_match(stored: Sequence[StoredPassage], hashes: Sequence[str]) -> tuple[dict[int, StoredPassage], list]:
+    """Which stored chunk each passage of the new text keeps, by content hash: the k-th occurrence of a
+    passage in the new text keeps the k-th stored chunk with that content (by old position), so
+    duplicates are matched in order and the same inputs always give the same answer. Returns
+    {new position: stored chunk kept} and the stored chunks no passage kept (changed or removed)."""
+    queues: dict[str, deque[StoredPassage]] = {}
+    for row in sorted(stored, key=lambda row: row.position):
+        queues.setdefault(row.content_hash, deque()).append(row)
+    kept: dict[int, StoredPassage] = {}
+    for position, content_hash in enumerate(hashes):
+        queue = queues.get(content_hash)
+        if queue:
+            kept[position] = queue.popleft()
+    return kept, [row for queue in queues.values() for row in queue]
+
+
+def _new_chunk_id(document_id: str, position: int, taken: set[str]) -> str:
+    """``<document>#<position>`` as on a first import, unless a kept (moved) passage of the document
+    holds it: then ``<document>#<position>.<n>``. A kept passage keeps its chunk_id wherever it moves."""
+    chunk_id = f"{document_id}#{position}"
+    n = 0
+    while chunk_id in taken:
+        n += 1
+        chunk_id = f"{document_id}#{position}.{n}"
+    taken.add(chunk_id)
+    return chunk_id
+
+
+# Kept passages that move are parked above every real position first: (document, position) is unique.
+_PARKED = 1 << 30
+_BATCH = 2000
+
+
 def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportReport:
     """Import documents: chunk, embed only content not seen before, and re-index; a document
-    whose title and text are unchanged does no work at all."""
+    whose title and text are unchanged does no work at all. A re-imported passage whose content is
+    unchanged keeps its chunk (id, chunk_id, embedding, weights and traces) even if it moved; the
+    chunks of changed or removed passages go, their live weights become ``orphaned`` (one audit event
+    each) and their traces stay with no chunk."""
     slugs = {item.project_slug for item in items}
     projects = {p.slug: p for p in Project.objects.filter(slug__in=[s for s in slugs if s])}
     if unknown := {s for s in slugs if s} - set(projects):
@@ -94,33 +148,86 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
             raise ApplicationError(f"Document {item.id!r} has no text.", field="raw_text")
 
     report = ImportReport()
-    existing = dict(Document.objects.filter(pk__in=[i.id for i in items]).values_list("pk", "content_hash"))
-    changed = []
-    for item in items:
+    latest = {item.id: item for item in items}  # a document named twice in one batch: the last wins
+    report.unchanged += len(items) - len(latest)
+    existing = dict(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash"))
+    changed: list[tuple[DocumentInput, str, list[str]]] = []
+    for item in latest.values():
         content_hash = digest(item.title, item.raw_text)
         if existing.get(item.id) == content_hash:
             report.unchanged += 1
         else:
-            changed.append(
-                (item, content_hash, chunk_text(item.raw_text, max_chars=retrieval_settings.RETRIEVAL_CHUNK_CHARS))
-            )
+            passages = chunk_text(item.raw_text, max_chars=retrieval_settings.RETRIEVAL_CHUNK_CHARS)
+            changed.append((item, content_hash, passages))
     if not changed:
         return report
 
-    # Embed each distinct passage once; passages already embedded anywhere are reused.
-    passage_hashes = {digest(p) for _, _, passages in changed for p in passages}
-    known = dict(
-        Chunk.objects.filter(content_hash__in=passage_hashes).values_list("content_hash", "embedding").distinct()
+    # Embed, before the transaction, the passages that will need a new chunk row: those the stored
+    # version of their document lacks (a stale guess under a concurrent import is made good inside).
+    stored_hashes: dict[str, set[str]] = {}
+    for document_id, content_hash in Chunk.objects.filter(document_id__in=[c[0].id for c in changed]).values_list(
+        "document_id", "content_hash"
+    ):
+        stored_hashes.setdefault(document_id, set()).add(content_hash)
+    wanted = {
+        digest(p) for item, _, passages in changed for p in passages if digest(p) not in stored_hashes.get(item.id, ())
+    }
+    known = _embeddings_by_hash(wanted)
+    missing = sorted(
+        {p for _, _, passages in changed for p in passages if digest(p) in wanted and digest(p) not in known}
     )
-    missing = sorted({p for _, _, passages in changed for p in passages if digest(p) not in known})
     if missing:
         for text, vector in zip(missing, get_embedder().embed(missing), strict=True):
             known[digest(text)] = vector.astype(np.float32).tobytes()
     report.chunks_embedded = len(missing)
+    report.chunks_reused = sum(len(p) for _, _, p in changed) - report.chunks_embedded
 
-    with transaction.atomic():
-        for item, content_hash, passages in changed:
-            fields = {
+    def write() -> ImportReport:
+        result = replace(report)
+        _documents_store(changed=changed, projects=projects, known=known, report=result)
+        return result
+
+    # Search traces take share locks on the chunks and documents they point at: a deadlock with one
+    # is broken by the database, and the import runs again from its first read.
+    return atomic_retrying_deadlocks(write)
+
+
+def _embeddings_by_hash(hashes: set[str]) -> dict[str, np.ndarray | bytes]:
+    """Embeddings already stored for these passage hashes (one per hash: equal passages, equal vectors)."""
+    found: dict[str, np.ndarray | bytes] = {}
+    ordered = sorted(hashes)
+    for start in range(0, len(ordered), _BATCH):
+        rows = (
+            Chunk.objects.filter(content_hash__in=ordered[start : start + _BATCH])
+            .order_by()
+            .values_list("content_hash", "embedding")
+            .distinct()
+        )
+        for content_hash, vector in rows:
+            found.setdefault(content_hash, vector)
+    return found
+
+
+def _documents_store(
+    *,
+    changed: list[tuple[DocumentInput, str, list[str]]],
+    projects: dict[str, Project],
+    known: dict[str, np.ndarray | bytes],
+    report: ImportReport,
+) -> None:
+    """The import's transaction: lock each document (in id order, so two imports never wait on
+    each other in a circle), match its passages to its stored chunks, then delete, move and insert."""
+    removed: list[tuple[StoredPassage, Document]] = []
+    moves: dict[int, int] = {}
+    inserts: list[Chunk] = []
+    for item, content_hash, passages in sorted(changed, key=lambda change: change[0].id):
+        current = Document.objects.select_for_update().filter(pk=item.id).values_list("content_hash", flat=True)
+        if current.first() == content_hash:
+            report.unchanged += 1  # a concurrent import stored this very text meanwhile
+            continue
+        document, created = Document.objects.update_or_create(
+            pk=item.id,
+            defaults={
                 "project": projects.get(item.project_slug) if item.project_slug else None,
                 "source_type": item.source_type,
                 "source_system": item.source_system,
@@ -132,25 +239,119 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
                 "raw_text": item.raw_text,
                 "metadata": item.metadata,
                 "content_hash": content_hash,
-            }
-            document, created = Document.objects.update_or_create(pk=item.id, defaults=fields)
-            report.created += created
-            report.updated += not created
-            Chunk.objects.filter(document=document).delete()
-            Chunk.objects.bulk_create(
+            },
+        )
+        report.created += created
+        report.updated += not created
+        stored = [
+            StoredPassage(*row)
+            for row in Chunk.objects.filter(document=document).values_list("pk", "position", "content_hash", "chunk_id")
+        ]
+        hashes = [digest(p) for p in passages]
+        kept, gone = passages_match(stored, hashes)
+        removed.extend((row, document) for row in gone)
+        report.chunks_kept += len(kept)
+        taken = {row.chunk_id for row in kept.values()}
+        for position, passage in enumerate(passages):
+            row = kept.get(position)
+            if row is not None:
+                if row.position != position:
+                    moves[row.pk] = position
+                continue
+            if hashes[position] not in known:  # a concurrent import removed a passage we meant to keep
+                known.update(_embeddings_by_hash({hashes[position]}))
+                if hashes[position] not in known:
+                    known[hashes[position]] = get_embedder().embed([passage])[0].astype(np.float32).tobytes()
+                    report.chunks_embedded += 1
+            inserts.append(
                 Chunk(
-                    chunk_id=f"{document.pk}#{position}",
+                    chunk_id=_new_chunk_id(document.pk, position, taken),
                     document=document,
                     position=position,
                     content=passage,
-                    content_hash=digest(passage),
-                    embedding=known[digest(passage)],
+                    content_hash=hashes[position],
+                    embedding=known[hashes[position]],
                 )
-                for position, passage in enumerate(passages)
             )
-        report.chunks_reused = sum(len(p) for _, _, p in changed) - report.chunks_embedded
-        bump_generation()
-    return report
+    if removed:
+        report.weights_orphaned += _weights_orphan(removed=removed)
+        pks = [row.pk for row, _ in removed]
+        for start in range(0, len(pks), _BATCH):
+            # Traces and superseded weights of these chunks keep their rows (chunk set NULL).
+            Chunk.objects.filter(pk__in=pks[start : start + _BATCH]).only("pk").delete()
+        report.chunks_removed += len(pks)
+    if moves:
+        moved = sorted(moves)
+        for start in range(0, len(moved), _BATCH):
+            Chunk.objects.filter(pk__in=moved[start : start + _BATCH]).update(position=F("position") + _PARKED)
+        Chunk.objects.bulk_update(
+            [Chunk(pk=pk, position=moves[pk]) for pk in moved], ["position"], batch_size=_BATCH // 4
+        )
+    if inserts:
+        Chunk.objects.bulk_create(inserts, batch_size=_BATCH // 4)
+    if removed or inserts:
+        bump_generation()  # the set of vectors changed (a kept chunk that only moved keeps its vector)
+
+
+def _weights_orphan(*, removed: list[tuple[StoredPassage, Document]]) -> int:
+    """Mark the live (active or paused) weights of these chunks ``orphaned`` and detach them, with one
+    audit event each on the promotion that made it; returns how many. Search and the scan never
+    read an orphaned weight, and its promotion can then only be superseded."""
+    passages = {row.pk: (row, document) for row, document in removed}
+    live: list[RetrievalWeight] = []
+    pks = sorted(passages)
+    for start in range(0, len(pks), _BATCH):
+        # The chunks first: an apply that locked one of them has committed its weight by now (and
+        # is read below), or will find the chunk gone.
+        list(Chunk.objects.select_for_update().filter(pk__in=pks[start : start + _BATCH]).values_list("pk"))
+        live.extend(
+            RetrievalWeight.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(chunk_id__in=pks[start : start + _BATCH], status__in=[WeightStatus.ACTIVE, WeightStatus.PAUSED])
+            .order_by("pk")
+        )
+    if not live:
+        return 0
+    RetrievalWeight.objects.filter(pk__in=[w.pk for w in live]).update(
+        status=WeightStatus.ORPHANED, chunk=None, updated_at=timezone.now()
+    )
+    events = []
+    for weight in live:
+        row, document = passages[weight.chunk_id or 0]  # as read before the update (never None)
+        events.append(
+            EventInput(
+                event_type="retrieval_weight_orphaned",
+                event_family=EventFamily.WORKFLOW_OUTCOME,
+                signal=Signal.STALE,
+                project_slug=weight.project.slug if weight.project else None,
+                surface="retrieval_import",
+                subject_type="promotion" if weight.promotion_id else "retrieval_weight",
+                subject_id=str(weight.promotion_id or weight.pk),
+                source_table=RetrievalWeight._meta.db_table,
+                source_record_id=str(weight.pk),
+                reason_category="retrieval_weight",
+                free_text=(
+                    f"Weight {weight.pk} orphaned: passage {row.chunk_id} of document {document.pk!r} "
+                    "changed or was removed by a re-import."
+                ),
+                before_snapshot={
+                    "weight_status": weight.status,
+                    "chunk": row.pk,
+                    "chunk_id": row.chunk_id,
+                    "position": row.position,
+                    "content_hash": row.content_hash,
+                },
+                after_snapshot={
+                    "weight_status": WeightStatus.ORPHANED,
+                    "document": document.pk,
+                    "document_content_hash": document.content_hash,
+                },
+            )
+        )
+    system = Actor.for_system()
+    for start in range(0, len(events), 1000):  # the event writer takes at most 1,000 at a time
+        events_record_bulk(actor=system, items=events[start : start + 1000])
+    return len(live)
 
 
 @dataclass
@@ -266,12 +467,18 @@ def retrieval_feedback_record(
     if answer_rating not in (None, "up", "down"):
         raise ApplicationError("answer_rating must be 'up' or 'down'.", field="answer_rating")
     with transaction.atomic():
+        # A result whose passage a re-import changed or removed has no chunk any more: it cannot be marked.
         rows = {
-            row.chunk.chunk_id: row for row in trace.results.select_for_update(of=("self",)).select_related("chunk")
+            row.chunk.chunk_id: row
+            for row in trace.results.select_for_update(of=("self",)).select_related("chunk")
+            if row.chunk is not None
         }
         for item in items:
             if item.chunk_id not in rows:
-                raise ApplicationError(f"Chunk {item.chunk_id!r} is not in this trace.", field="chunk_id")
+                raise ApplicationError(
+                    f"Chunk {item.chunk_id!r} is not in this trace (or a re-import has since changed or removed it).",
+                    field="chunk_id",
+                )
             if item.outcome is not None and item.outcome not in OUTCOMES:
                 raise ApplicationError(f"Unknown outcome {item.outcome!r}.", field="outcome")
         changed: dict[str, RetrievalFeedback] = {}
@@ -323,15 +530,23 @@ def retrieval_feedback_record(
     return list(changed.values())
 
 
+def _orphaned(weight: RetrievalWeight, action: str) -> Conflict:
+    return Conflict(
+        f"Retrieval weight {weight.pk} of this promotion is orphaned: the passage it was learned on "
+        f"(in document {weight.document_id!r}) changed or was removed by a re-import, so there is nothing to "
+        f"{action}. Supersede the promotion to close it.",
+        field="status",
+    )
+
+
 def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight:
     """Create the weight an applied promotion describes; it supersedes the chunk's earlier
     active or paused weights of the same scope (and project). Once per promotion."""
     existing = RetrievalWeight.objects.filter(promotion_id=promotion_id).first()
     if existing is not None:
+        if existing.status == WeightStatus.ORPHANED:
+            raise _orphaned(existing, "apply")
         return existing  # an apply delivered twice
-    chunk = Chunk.objects.filter(pk=int(learning.get("chunk") or 0)).first()
-    if chunk is None:
-        raise Conflict(f"Chunk {learning.get('chunk')} no longer exists.", field="subject_id")
     scope = learning.get("scope")
     if scope not in WeightScope.values:
         raise ApplicationError(f"Unknown weight scope {scope!r}.", field="scope")
@@ -342,12 +557,22 @@ def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight
         if not len(anchors):
             raise Conflict("The queries this weight was learned from no longer exist.", field="anchor_traces")
     with transaction.atomic():
+        # Locked: a re-import that removes this passage waits for the weight and orphans it, or
+        # removed it first and the apply is refused.
+        chunk = Chunk.objects.select_for_update(no_key=True).filter(pk=int(learning.get("chunk") or 0)).first()
+        if chunk is None:
+            raise Conflict(
+                f"Chunk {learning.get('chunk')} no longer exists: a re-import changed or removed its passage, "
+                "or its document was deleted. Supersede this promotion.",
+                field="subject_id",
+            )
         RetrievalWeight.objects.filter(
             chunk=chunk, scope=scope, project=project, status__in=[WeightStatus.ACTIVE, WeightStatus.PAUSED]
         ).update(status=WeightStatus.SUPERSEDED)
         weight = RetrievalWeight.objects.create(
             chunk=chunk,
             document_id=chunk.document_id,
+            content_hash=chunk.content_hash,
             scope=scope,
             project=project,
             query_anchors=anchors.ravel() if anchors is not None else None,
@@ -360,6 +585,28 @@ def weight_create(*, promotion_id: uuid.UUID, learning: dict) -> RetrievalWeight
     return weight
 
 
-def weight_set_status(*, promotion_id: uuid.UUID, status: str) -> int:
-    """Pause, resume or supersede the weight a promotion made (0 if it has none)."""
-    return RetrievalWeight.objects.filter(promotion_id=promotion_id).update(status=status)
+_ACTION_FOR_STATUS: dict[str, str] = {WeightStatus.PAUSED: "pause", WeightStatus.ACTIVE: "resume"}
+
+
+def weight_set_status(*, promotion_id: uuid.UUID, status: str) -> RetrievalWeight | None:
+    """Pause, resume or supersede the weight a promotion made; returns it (None: superseding a
+    promotion that never made one). An orphaned weight refuses pause and resume with a 409 that names
+    it, and superseding leaves it orphaned (nothing applies it any more); a weight that is gone (its
+    document was deleted) refuses pause and resume likewise, rather than "succeeding" on nothing."""
+    with transaction.atomic():
+        weight = RetrievalWeight.objects.select_for_update().filter(promotion_id=promotion_id).first()
+        if weight is None:
+            if status == WeightStatus.SUPERSEDED:
+                return None
+            raise Conflict(
+                "This promotion's retrieval weight no longer exists (its document was deleted); "
+                f"there is nothing to {_ACTION_FOR_STATUS.get(status, status)}. Supersede the promotion to close it.",
+                field="destination_record_id",
+            )
+        if weight.status == WeightStatus.ORPHANED:
+            if status == WeightStatus.SUPERSEDED:
+                return weight
+            raise _orphaned(weight, _ACTION_FOR_STATUS.get(status, status))
+        weight.status = status
+        weight.save(update_fields=["status", "updated_at"])
+    return weight

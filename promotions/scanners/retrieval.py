@@ -64,7 +64,8 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
     conf = promotions_settings
     since = timezone.now() - timedelta(days=conf.RETRIEVAL_SCAN_DAYS)
     support = conf.RETRIEVAL_SCAN_MIN_SUPPORT
-    traces = RetrievalFeedback.objects.filter(created_at__gte=since)
+    # A result whose passage a re-import changed or removed (chunk NULL) is evidence about no chunk.
+    traces = RetrievalFeedback.objects.filter(created_at__gte=since, chunk__isnull=False)
     totals = traces.aggregate(positives=Count("id", filter=POSITIVE), discount=Sum(_discount()))
     per_discount = (totals["positives"] or 0) / (totals["discount"] or 1.0)
 

@@ -43,12 +43,18 @@ class Command(BaseCommand):
                     report = documents_import(actor=Actor.for_system(), items=chunk)
                 except ApplicationError as exc:
                     raise CommandError(exc.message) from exc
-                for name in ("created", "updated", "unchanged", "chunks_embedded", "chunks_reused"):
+                for name in vars(total):
                     setattr(total, name, getattr(total, name) + getattr(report, name))
                 progress.update(len(chunk))
         self.stdout.write(
             f"{total.created} created, {total.updated} updated, {total.unchanged} unchanged; "
             f"{total.chunks_embedded} passages embedded, {total.chunks_reused} reused"
+            + (
+                f"; {total.chunks_kept} passages kept their chunk, {total.chunks_removed} chunks removed, "
+                f"{total.weights_orphaned} weights orphaned"
+                if total.updated
+                else ""
+            )
             + (f"; {len(empty)} skipped for having no text ({', '.join(empty[:5])})" if empty else "")
         )
 
