@@ -25,13 +25,43 @@ class RetrievalSettings(AppSettings):
         1000, minimum=100, maximum=100_000, doc="the longest passage a document is cut into, in characters"
     )
     RETRIEVAL_MAX_K = Tunable(50, minimum=1, maximum=1000, doc="the most results one search may ask for")
-    RETRIEVAL_MIN_TERM_OVERLAP = Tunable(
+    RETRIEVAL_SYNONYM_SIMILARITY = Tunable(
         0.8,
         minimum=0.0,
         maximum=1.0,
         doc=(
-            "a query-scoped weight applies to a query whose content words overlap (Jaccard) one of its "
-            "anchor queries' at least this much, besides being close in embedding"
+            "a query-scoped weight reaches a re-asking of its anchor query that replaces a word by one "
+            "at least this similar to it (embeddings of the single words)"
+        ),
+    )
+    RETRIEVAL_SCOPE_MAX_SYNONYMS = Tunable(
+        0,
+        minimum=0,
+        maximum=10,
+        doc=(
+            "words of an anchor query a re-asking may replace by a similar word and still reach its weight "
+            "(0: single-word embeddings put opposites such as laminar/turbulent as close as synonyms)"
+        ),
+    )
+    RETRIEVAL_SCOPE_MAX_DROPPED = Tunable(
+        1,
+        minimum=0,
+        maximum=10,
+        doc="words of an anchor query (of four or more) a re-asking may leave out and still reach its weight",
+    )
+    RETRIEVAL_SCOPE_MAX_ADDED = Tunable(
+        0,
+        minimum=0,
+        maximum=10,
+        doc="words a re-asking may add to an anchor query (of three or more) and still reach its weight",
+    )
+    RETRIEVAL_SCOPE_SAME_TERMS_MARGIN = Tunable(
+        0.15,
+        minimum=0.0,
+        maximum=0.5,
+        doc=(
+            "how much less embedding similarity than the weight's minimum a query needs when its terms are "
+            "exactly an anchor's (reordered, inflected, with filler)"
         ),
     )
     FAISS_THREADS = Tunable(
