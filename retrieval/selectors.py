@@ -135,7 +135,9 @@ def _candidates_hnsw(
     """PostgreSQL: the ``n`` chunks nearest the query among those the actor may read, from the
     HNSW index, with their active weights (those the project scope allows) in the same statement.
     The index is walked iteratively until ``n`` readable chunks are found (pgvector's iterative
-    scan), so a filter that rejects most chunks still fills the over-fetch."""
+    scan), so a filter that rejects most chunks still fills the over-fetch. The weights are looked
+    up per candidate (a lateral join on their chunk index; OFFSET 0 keeps the planner from turning
+    it into a hash of every active weight)."""
     nearest = (
         _chunks_in_reach(actor=actor, project=project)
         .annotate(distance=MaxInnerProduct("embedding", query_vector))
@@ -148,8 +150,8 @@ def _candidates_hnsw(
     sql = (
         f"WITH candidates (id, distance) AS MATERIALIZED ({inner}) "  # noqa: S608
         "SELECT c.id, c.distance, w.scope, w.project_id, w.query_anchors, w.query_terms, w.min_similarity, "
-        f"w.multiplier FROM candidates c LEFT JOIN {weights} w ON w.chunk_id = c.id AND w.status = %s "
-        "AND (w.scope <> %s OR w.project_id = %s) ORDER BY c.id, w.id"
+        f"w.multiplier FROM candidates c LEFT JOIN LATERAL (SELECT * FROM {weights} w WHERE w.chunk_id = c.id "
+        "AND w.status = %s AND (w.scope <> %s OR w.project_id = %s) OFFSET 0) w ON true ORDER BY c.id, w.id"
     )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
