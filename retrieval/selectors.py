@@ -119,14 +119,17 @@ def _candidates_exact(
 ) -> list[tuple[int, float]]:
     """The ``n`` chunks most similar to the query among those the actor may read, exactly, from
     the in-process index (SQLite). Usually the index's top n are all readable; when some are
-    not, the index is searched again restricted to the readable ones."""
+    not, 8 n are tried, and only then the index is searched restricted to every readable chunk
+    (its ids read from the database: costly in a large corpus the reader sees little of)."""
     index = get_index()
-    hits = index.search(query_vector, n)
-    visible = chunks_visible(actor=actor, project=project, chunk_ids=[pk for pk, _ in hits])
-    if len(visible) < len(hits) == n:
-        allowed = list(_chunks_in_reach(actor=actor, project=project).values_list("pk", flat=True))
-        return index.search(query_vector, n, among=allowed)
-    return [(pk, score) for pk, score in hits if pk in visible]
+    for fetch in (n, 8 * n):
+        hits = index.search(query_vector, fetch)
+        visible = chunks_visible(actor=actor, project=project, chunk_ids=[pk for pk, _ in hits])
+        kept = [(pk, score) for pk, score in hits if pk in visible]
+        if len(kept) >= n or len(hits) < fetch:  # enough, or every chunk was looked at
+            return kept[:n]
+    allowed = list(_chunks_in_reach(actor=actor, project=project).values_list("pk", flat=True))
+    return index.search(query_vector, n, among=allowed)
 
 
 def _candidates_hnsw(

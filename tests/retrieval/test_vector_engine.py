@@ -18,7 +18,7 @@ from retrieval import index as index_module
 from retrieval.conf import clamp_multiplier
 from retrieval.models import Chunk, Document, RetrievalWeight
 from retrieval.scope import near_paraphrase, query_terms
-from retrieval.selectors import _candidates_hnsw, chunks_ranked
+from retrieval.selectors import _candidates_exact, _candidates_hnsw, chunks_ranked
 from retrieval.services import DocumentInput, documents_import
 from tests.factories import ProjectFactory
 
@@ -219,3 +219,26 @@ def test_migration_0005_keeps_the_stored_embeddings_bit_for_bit():
             assert cursor.fetchone()[0] == "vector(384)"
             cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [MIGRATION.HNSW_INDEX])
             assert "hnsw (embedding vector_ip_ops)" in cursor.fetchone()[0]
+
+
+def test_exact_search_looks_past_the_chunks_the_reader_may_not_see(ranked_world):
+    """The 24 chunks nearest this query are all in zeus: the non-member's 3 candidates come from a
+    search restricted to what it may read, and are the 3 nearest of those."""
+    world, zeus, _ = ranked_world
+    rng = np.random.default_rng(21)
+    query = _unit(rng.standard_normal(384))
+    Document.objects.create(id="zeus-doc", raw_text="x", content_hash="z", project=zeus)
+    for i, similarity in enumerate(np.linspace(0.99, 0.9, 30)):
+        other = rng.standard_normal(384).astype(np.float32)
+        other = _unit(other - (other @ query) * query)
+        chunk = Chunk(chunk_id=f"z{i}", document_id="zeus-doc", position=i, content="x", content_hash=f"z{i}")
+        chunk.embedding = _unit(similarity * query + np.sqrt(1 - similarity**2) * other)
+        chunk.save()
+    index_module.bump_generation()
+    readable = [
+        (float(np.asarray(vector) @ query), pk)
+        for pk, vector in Chunk.objects.filter(document__project__isnull=True).values_list("pk", "embedding")
+    ]
+    expected = [pk for _, pk in sorted(readable, reverse=True)[:3]]
+    got = _candidates_exact(actor=world.actor("other"), project=None, query_vector=query, n=3)
+    assert [pk for pk, _ in got] == expected
