@@ -68,7 +68,35 @@ class RetrievalSettings(AppSettings):
         1,
         minimum=1,
         maximum=256,
-        doc="threads per vector search; one is fastest under concurrent requests (read once at start)",
+        doc=(
+            "SQLite (exact in-process search) only: threads per vector search; one is fastest under "
+            "concurrent requests (read once at start)"
+        ),
+    )
+    RETRIEVAL_HNSW_EF_SEARCH = Tunable(
+        100,
+        minimum=10,
+        maximum=1000,
+        doc=(
+            "PostgreSQL: pgvector's hnsw.ef_search for search, the candidate list the HNSW index walks: "
+            "higher finds the true nearest chunks more often (recall) and costs time"
+        ),
+    )
+    RETRIEVAL_HNSW_MAX_SCAN_TUPLES = Tunable(
+        20_000,
+        minimum=1000,
+        maximum=10_000_000,
+        doc=(
+            "PostgreSQL: pgvector's hnsw.max_scan_tuples, how far an iterative index scan goes to find "
+            "enough chunks the searcher may read before it gives up with fewer"
+        ),
+    )
+    RETRIEVAL_EXACT_SEARCH = Tunable(
+        False,
+        doc=(
+            "PostgreSQL: search exactly in process (a faiss index of all chunks in every process, rebuilt "
+            "after each change) instead of the HNSW index; for comparisons, and SQLite always does"
+        ),
     )
 
 

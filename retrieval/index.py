@@ -1,9 +1,14 @@
-"""The vector index over chunk embeddings (faiss, exact inner product on normalised vectors).
+"""The vector index over chunk embeddings: which engine answers, and the in-process one.
 
-The table is the truth; the index is derived from it. Every change of chunks bumps
-``IndexGeneration`` in the same transaction; a process whose index (in memory, or the
-file under ``RETRIEVAL_INDEX_DIR`` that survives restarts) was built at another
-generation rebuilds it before answering, so search never reads a stale index.
+On PostgreSQL the engine is pgvector: chunk embeddings are a ``vector(384)`` column with an HNSW
+index (migration 0005) that the database keeps current as chunks change; search is one SQL
+statement (``retrieval.selectors``) and no process holds a copy, so nothing here is built or
+read there. Elsewhere (SQLite, the embedded default), and on PostgreSQL with
+``RETRIEVAL_EXACT_SEARCH``, search is exact and in process: a faiss inner-product index over the
+normalised vectors, derived from the table. Every change of chunks bumps ``IndexGeneration`` in
+the same transaction; a process whose index (in memory, or the file under
+``RETRIEVAL_INDEX_DIR`` that survives restarts) was built at another generation rebuilds it
+before answering, so exact search never reads a stale index.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import F
 
 from retrieval.conf import retrieval_settings
@@ -24,6 +30,11 @@ DIMENSIONS = 384
 # One thread per search: under concurrent requests faiss's OpenMP threads contend with
 # each other (measured: 42 ms per 100k-chunk search with two threads under load, 11 ms with one).
 faiss.omp_set_num_threads(retrieval_settings.FAISS_THREADS)
+
+
+def uses_hnsw() -> bool:
+    """Does search use the database's HNSW index (PostgreSQL) rather than the in-process one?"""
+    return connection.vendor == "postgresql" and not retrieval_settings.RETRIEVAL_EXACT_SEARCH
 
 
 def current_generation() -> tuple[str, int]:
@@ -83,11 +94,16 @@ class VectorIndex:
             self._index, self._generation = index, generation
             return index
 
-    def search(self, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
+    def search(self, vector: np.ndarray, n: int, among: list[int] | None = None) -> list[tuple[int, float]]:
+        """The ``n`` most similar chunks (id, inner product), best first; only those in ``among`` if given."""
         index = self.ready()
-        if index.ntotal == 0:
+        if index.ntotal == 0 or among == []:
             return []
-        scores, ids = index.search(vector.reshape(1, -1).astype(np.float32), min(n, index.ntotal))
+        params = None
+        if among is not None:
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(among, dtype=np.int64)))  # type: ignore[call-arg]
+        query = vector.reshape(1, -1).astype(np.float32)
+        scores, ids = index.search(query, min(n, index.ntotal), params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
 

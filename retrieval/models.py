@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from core.fields import EmbeddingField
+from core.fields import EmbeddingField, VectorEmbeddingField
 from retrieval.conf import WEIGHT_MAX, WEIGHT_MIN
 
 OUTCOMES = ("helpful", "unhelpful", "wrong_project", "stale", "unsupported", "unknown")
@@ -51,7 +51,8 @@ class Chunk(models.Model):
     position = models.PositiveIntegerField()
     content = models.TextField()
     content_hash = models.CharField(max_length=64, db_index=True)
-    embedding = EmbeddingField()
+    # On PostgreSQL a pgvector column with an HNSW index (migration 0005), elsewhere bytes.
+    embedding = VectorEmbeddingField(dimensions=384)
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

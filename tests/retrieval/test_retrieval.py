@@ -106,7 +106,8 @@ def test_a_new_document_is_searchable_at_once(world, corpus):
     assert body["results"][0]["document_id"] == "hypersonic"
 
 
-def test_the_index_survives_a_restart(world, corpus, monkeypatch):
+def test_the_index_survives_a_restart(world, corpus, monkeypatch, settings):
+    settings.RETRIEVAL_EXACT_SEARCH = True  # the in-process index (SQLite's; PostgreSQL has none)
     search(world.client("other"), "flutter", k=1)  # builds and saves the index
     fresh = index_module.VectorIndex()  # a new process
     monkeypatch.setattr(fresh, "_build", lambda: pytest.fail("rebuilt instead of loading the saved index"))
