@@ -101,11 +101,11 @@ def test_search_applies_a_query_weight_to_re_askings_only(db, embedder):
         multiplier=1.3,
     )
 
-    def weight_for(query: str) -> float | None:
+    def weight_for(query: str) -> float:
         vector = np.asarray(embedder.embed_one(query))
         return weights_for(chunk_ids=[weight.chunk_id], project=None, query_vector=vector, query_text=query).get(
-            weight.chunk_id
+            weight.chunk_id, 1.0
         )
 
     assert weight_for("creep buckling of columns under axial loads, theoretical studies please") == pytest.approx(1.3)
-    assert weight_for("experimental studies of the creep buckling of columns under axial load") is None
+    assert weight_for("experimental studies of the creep buckling of columns under axial load") == 1.0

@@ -1,6 +1,6 @@
 """The vector engines: pgvector's HNSW index on PostgreSQL and the exact in-process index elsewhere
 rank exactly as the ranking rule says (checked against brute force), for every kind of reader and
-every weight scope; import builds nothing on PostgreSQL; migration 0005 keeps stored embeddings."""
+every weight scope; import builds nothing on PostgreSQL; migration 0006 keeps stored embeddings."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from retrieval.services import DocumentInput, documents_import
 from tests.factories import ProjectFactory
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="pgvector runs on PostgreSQL")
-MIGRATION = importlib.import_module("retrieval.migrations.0005_chunk_embedding_vector")
+MIGRATION = importlib.import_module("retrieval.migrations.0006_chunk_embedding_vector")
 
 SIZE = 450  # more than the over-fetch (200 for k <= 10): the cut before weights matters
 QUERY_TEXT = "flutter of swept wings"
@@ -186,11 +186,11 @@ def test_import_and_search_build_no_index_in_process_on_postgresql(world, embedd
 
 
 @pytest.mark.django_db(transaction=True)
-def test_migration_0005_keeps_the_stored_embeddings_bit_for_bit():
+def test_migration_0006_keeps_the_stored_embeddings_bit_for_bit():
     """Rows stored as float32 bytes before the migration (zero, negative zero and a subnormal among
     them) read back identical after it: on PostgreSQL converted to vector(384), elsewhere kept."""
     executor = MigrationExecutor(connection)
-    executor.migrate([("retrieval", "0004_result_explored")])
+    executor.migrate([("retrieval", "0005_weights_and_traces_outlive_their_passage")])
     vectors = np.random.default_rng(3).standard_normal((5, 384)).astype(np.float32)
     vectors[0, :3] = [0.0, -0.0, 1e-40]
     with connection.cursor() as cursor:

@@ -74,7 +74,7 @@ class CreateVectorExtension(VectorExtension):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("retrieval", "0004_result_explored"),
+        ("retrieval", "0005_weights_and_traces_outlive_their_passage"),
     ]
 
     operations = [
