@@ -3,6 +3,7 @@ and the trace says so."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -212,3 +213,36 @@ def test_the_share_is_drawn_per_search():
         coins = [exploration._draw()[0] for _ in range(1000)]
     assert 0.4 < sum(c < 0.5 for c in coins) / len(coins) < 0.6
     assert random.Random(3).random() == pytest.approx(coins[0])
+
+
+def put_settings(client, body, slug="apollo"):
+    return client.put(f"/api/v1/retrieval/projects/{slug}/settings", body, format="json")
+
+
+def test_the_settings_endpoint_sets_and_clears_the_share(world):
+    with override_settings(RETRIEVAL_EXPLORE_SHARE=0.05):
+        response = put_settings(world.client("admin"), {"exploration_share": 0.25})
+        assert response.status_code == 200, response.content
+        assert response.json() == {"project": "apollo", "exploration_share": 0.25, "effective_exploration_share": 0.25}
+        ProjectMembership.objects.filter(user=world.owner).update(role=ProjectMembership.Role.ADMIN)
+        response = put_settings(world.client("owner"), {"exploration_share": None})
+        assert response.status_code == 200, response.content
+        assert response.json()["effective_exploration_share"] == 0.05
+
+
+@pytest.mark.parametrize(
+    ("body", "slug", "field"),
+    [
+        ({"exploration_share": 1.5}, "apollo", "exploration_share"),
+        ({"exploration_share": -0.1}, "apollo", "exploration_share"),
+        ({"exploration_share": "lots"}, "apollo", "exploration_share"),
+        ({}, "apollo", "exploration_share"),
+        ({"exploration_share": 0.1, "share": 1}, "apollo", "share"),
+        ({"exploration_share": 0.1}, "nowhere", "project"),
+    ],
+)
+def test_the_settings_endpoint_refuses_bad_input(world, body, slug, field):
+    response = put_settings(world.client("admin"), body, slug=slug)
+    assert response.status_code == 400, response.content
+    assert field in json.dumps(response.json())
+    assert not RetrievalProjectSettings.objects.exists()
