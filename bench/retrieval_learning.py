@@ -195,6 +195,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.reuse and database_ready(args.pg, args.database):
+        print(f"reusing the corpus in {args.database}", flush=True)
         env = {**os.environ, **bench_settings(args.pg, args.database)}
     else:
         env = scratch_environment(args.pg, args.database)
