@@ -63,7 +63,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paraphrases
-from harness import scratch_environment
+from harness import scratch_environment, sh
 
 # ../shared/data/cranfield from the checkout (a git worktree may sit one level deeper).
 DATA = next(
@@ -197,6 +197,7 @@ def main() -> None:
     if args.reuse and database_ready(args.pg, args.database):
         print(f"reusing the corpus in {args.database}", flush=True)
         env = {**os.environ, **bench_settings(args.pg, args.database)}
+        sh([sys.executable, "manage.py", "migrate", "--noinput"], env)
     else:
         env = scratch_environment(args.pg, args.database)
     keys = ("DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "SECURE_SSL_REDIRECT")

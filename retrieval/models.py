@@ -101,10 +101,14 @@ class RetrievalQuery(models.Model):
     embedding = EmbeddingField()
     k = models.PositiveSmallIntegerField()
     # Exploration (retrieval/exploration.py): the chance this search had of being explored, whether
-    # it was, and the seed that reproduces its arrangement (null when it was not explored).
+    # it was, and, when it was, the policy it followed: ranks exploration_first..k were drawn
+    # uniformly from the results ranked exploration_first..k + exploration_pool, with the seed
+    # that reproduces the draw (null when not explored).
     exploration_share = models.FloatField(default=0.0)
     explored = models.BooleanField(default=False)
     exploration_seed = models.BigIntegerField(null=True, blank=True)
+    exploration_first = models.PositiveSmallIntegerField(null=True, blank=True)
+    exploration_pool = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "retrieval_queries"

@@ -230,6 +230,8 @@ def search(
             exploration_share=exploring.share,
             explored=exploring.explored,
             exploration_seed=exploring.seed,
+            exploration_first=exploring.first if exploring.explored else None,
+            exploration_pool=exploring.pool if exploring.explored else None,
         )
         RetrievalFeedback.objects.bulk_create(
             RetrievalFeedback(

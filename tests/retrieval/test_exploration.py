@@ -109,6 +109,7 @@ def test_share_zero_never_explores(world, library):
         assert page(body) == page(first)
         trace = RetrievalQuery.objects.get(pk=body["trace_id"])
         assert (trace.explored, trace.exploration_share, trace.exploration_seed) == (False, 0.0, None)
+        assert (trace.exploration_first, trace.exploration_pool) == (None, None)
         assert all(not row.explored and row.natural_rank == row.rank for row in traced(body))
 
 
@@ -127,6 +128,7 @@ def test_share_one_always_explores_below_the_top_three(world, library):
         assert trace.explored
         assert trace.exploration_share == 1.0
         assert trace.exploration_seed is not None
+        assert (trace.exploration_first, trace.exploration_pool) == (4, 10)
         rows = traced(body)
         assert [row.chunk.chunk_id for row in rows] == shown  # the trace is the displayed order
         assert [row.explored for row in rows] == [False] * 3 + [True] * 7
