@@ -190,6 +190,7 @@ def main() -> None:
     parser.add_argument("--explore", type=float, default=None, help="exploration share in training traffic")
     parser.add_argument("--unscoped", action="store_true", help="apply every learned multiplier to all queries")
     parser.add_argument("--reuse", action="store_true", help="keep the database if it exists (no new embedding)")
+    parser.add_argument("--docs", type=int, default=0, help="import only the first N documents (a smoke run)")
     parser.add_argument("--cost", action="store_true", help="measure exploration's cost instead of learning")
     parser.add_argument("--cost-draws", type=int, default=5, help="explored searches per query for --cost")
     args = parser.parse_args()
@@ -226,14 +227,14 @@ def main() -> None:
     docs, queries, judgments = load()
     started = time.perf_counter()
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
-        for doc_id, fields in docs.items():
+        for doc_id, fields in list(docs.items())[: args.docs or None]:
             text = " ".join(fields.get("W", "").split()) or " ".join(fields.get("T", "").split())
             handle.write(
                 json.dumps({"id": doc_id, "title": " ".join(fields.get("T", "").split()), "text": text}) + "\n"
             )
     # Unchanged documents do no work: with --reuse of an imported database this takes seconds.
     call_command("import_documents", handle.name, stdout=open(os.devnull, "w"))  # noqa: SIM115
-    print(f"imported {len(docs)} documents in {time.perf_counter() - started:.0f} s", flush=True)
+    print(f"imported {args.docs or len(docs)} documents in {time.perf_counter() - started:.0f} s", flush=True)
 
     def client_for(user: User, name: str) -> Client:
         return Client(SERVER_NAME="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {api_key_create(owner=user, name=name)[1]}")
@@ -267,6 +268,8 @@ def main() -> None:
         scores = []
         for text, position in zip(texts, positions, strict=True):
             ids = rank_chunks(query_vector=get_embedder().embed_one(text), project=None, k=K, query_text=text)
+            if missing := [pk for pk in ids if pk not in document_of]:
+                document_of.update(Chunk.objects.filter(pk__in=missing).values_list("pk", "document_id"))
             order = list(dict.fromkeys(document_of[pk] for pk in ids))
             scores.append(ndcg10(order, judgments.get(position, {})))
         return statistics.fmean(scores)
