@@ -328,7 +328,11 @@ def main() -> None:
         reach = shown_reach(train, queries, judgments, RetrievalFeedback, RetrievalQuery)
 
         # Queued as a scan run; with no broker it has run by the time the 202 answers.
-        scan = admin_client.post("/api/v1/promotions/scan").json()["report"]["retrieval"]
+        response = admin_client.post(
+            "/api/v1/promotions/scan", {"scanner": "retrieval"}, content_type="application/json"
+        )
+        assert response.status_code == 202, response.content
+        scan = response.json()["report"]["retrieval"]
         for promotion in LearningPromotion.objects.filter(status="candidate").values_list("pk", flat=True):
             for action in ("approve", "apply"):
                 response = admin_client.post(
