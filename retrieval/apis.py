@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import StrictCharField, StrictInputSerializer
-from retrieval import services
+from retrieval import exploration, services
 from retrieval.models import OUTCOMES
 
 MAX_DOCUMENTS_PER_REQUEST = 500
@@ -140,3 +140,31 @@ class RetrievalFeedbackApi(APIView):
             answer_rating=data["answer_rating"],
         )
         return Response({"updated": len(rows)}, status=status.HTTP_200_OK)
+
+
+class ProjectSettingsInputSerializer(StrictInputSerializer):
+    exploration_share = serializers.FloatField(allow_null=True, min_value=0.0, max_value=1.0)
+
+
+class ProjectSettingsOutputSerializer(serializers.Serializer):
+    project = serializers.CharField(source="project.slug")
+    exploration_share = serializers.FloatField(allow_null=True)
+    effective_exploration_share = serializers.FloatField()
+
+
+class ProjectSettingsApi(APIView):
+    @extend_schema(
+        request=ProjectSettingsInputSerializer,
+        responses=ProjectSettingsOutputSerializer,
+        summary="Set a project's share of explored searches (null: the deployment's default)",
+    )
+    def put(self, request: Request, slug: str) -> Response:
+        serializer = ProjectSettingsInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row = services.project_settings_set(
+            actor=Actor.from_request(request),
+            project_slug=slug,
+            exploration_share=serializer.validated_data["exploration_share"],
+        )
+        row.effective_exploration_share = exploration.share_for(project=row.project)  # type: ignore[attr-defined]
+        return Response(ProjectSettingsOutputSerializer(row).data)

@@ -64,6 +64,27 @@ class RetrievalSettings(AppSettings):
             "exactly an anchor's (reordered, inflected, with filler)"
         ),
     )
+    RETRIEVAL_EXPLORE_SHARE = Tunable(
+        0.05,
+        minimum=0.0,
+        maximum=1.0,
+        doc=(
+            "the share of searches that explore: their results below the protected top are drawn at random "
+            "from those ranks and the next RETRIEVAL_EXPLORE_POOL (a project may set its own share)"
+        ),
+    )
+    RETRIEVAL_EXPLORE_FROM = Tunable(
+        4, minimum=2, maximum=1000, doc="the first rank exploration may fill: the ranks above it are never moved"
+    )
+    RETRIEVAL_EXPLORE_POOL = Tunable(
+        10, minimum=0, maximum=200, doc="results ranked just past the page that an explored search may show"
+    )
+    RETRIEVAL_EXPLORE_SEED = Tunable(
+        -1,
+        minimum=-1,
+        maximum=2**62,
+        doc="seeds the per-process sequence of exploration draws (benchmarks, tests); -1: drawn from the OS",
+    )
     FAISS_THREADS = Tunable(
         1,
         minimum=1,

@@ -101,6 +101,15 @@ class RetrievalQuery(models.Model):
     query_text = models.TextField()
     embedding = EmbeddingField()
     k = models.PositiveSmallIntegerField()
+    # Exploration (retrieval/exploration.py): the chance this search had of being explored, whether
+    # it was, and, when it was, the policy it followed: ranks exploration_first..k were drawn
+    # uniformly from the results ranked exploration_first..k + exploration_pool, with the seed
+    # that reproduces the draw (null when not explored).
+    exploration_share = models.FloatField(default=0.0)
+    explored = models.BooleanField(default=False)
+    exploration_seed = models.BigIntegerField(null=True, blank=True)
+    exploration_first = models.PositiveSmallIntegerField(null=True, blank=True)
+    exploration_pool = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "retrieval_queries"
@@ -137,6 +146,9 @@ class RetrievalFeedback(models.Model):
     # Exploration put this result at a randomised rank (not where its score would have put it):
     # the position-bias estimate reads these.
     explored = models.BooleanField(default=False)
+    # Where its score ranked it for this query (the same as ``rank`` unless exploration moved it;
+    # may be past k for a result exploration brought onto the page). Null on traces older than it.
+    natural_rank = models.PositiveSmallIntegerField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -153,6 +165,29 @@ class RetrievalFeedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace_id} #{self.rank} {self.chunk_id}"
+
+
+class RetrievalProjectSettings(models.Model):
+    """A project's own retrieval settings; a null field means the deployment's default."""
+
+    project = models.OneToOneField(
+        "accounts.Project", primary_key=True, on_delete=models.CASCADE, related_name="retrieval_settings"
+    )
+    # The share of this project's searches that explore (RETRIEVAL_EXPLORE_SHARE when null).
+    exploration_share = models.FloatField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "retrieval_project_settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(exploration_share__isnull=True) | Q(exploration_share__gte=0.0, exploration_share__lte=1.0),
+                name="retrieval_project_exploration_share_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"retrieval settings of {self.project_id}"
 
 
 class WeightScope(models.TextChoices):

@@ -23,6 +23,7 @@ from core.text import digest
 from feedback.models import EventFamily, Signal
 from feedback.services.bulk import events_record_bulk
 from feedback.services.events import EventInput
+from retrieval import exploration
 from retrieval.chunking import chunk_text
 from retrieval.conf import retrieval_settings
 from retrieval.index import bump_generation
@@ -31,6 +32,7 @@ from retrieval.models import (
     Chunk,
     Document,
     RetrievalFeedback,
+    RetrievalProjectSettings,
     RetrievalQuery,
     RetrievalWeight,
     WeightScope,
@@ -356,10 +358,12 @@ def _weights_orphan(*, removed: list[tuple[StoredPassage, Document]]) -> int:
 
 @dataclass
 class SearchHit:
-    rank: int
+    rank: int  # as displayed
     score: float
     weight: float
     chunk: Chunk
+    natural_rank: int = 0  # where its score ranked it (differs from rank only when explored)
+    explored: bool = False  # exploration placed it at this rank
 
 
 @dataclass
@@ -378,7 +382,9 @@ def search(
     session_id: str = "",
     target_id: str = "",
 ) -> SearchResult:
-    """Rank the chunks the actor may read by similarity to the query; record the trace."""
+    """Rank the chunks the actor may read by similarity to the query; record the trace. A share of
+    searches explores (``retrieval.exploration``): the results are returned, and traced, in the
+    order displayed."""
     query = (query or "").strip()
     if not query:
         raise ApplicationError("query must not be empty.", field="query")
@@ -393,11 +399,23 @@ def search(
         if not actor_may_use_project(actor=actor, project=project):
             raise AccessDenied("You are not a member of this project.", field="project")
     vector = get_embedder().embed_one(query)
-    ranked = chunks_ranked(actor=actor, query_vector=vector, project=project, k=k, query_text=query)
-    chunks = chunks_for_display(chunk_ids=[hit.chunk_id for hit in ranked])
+    exploring = exploration.plan(project=project, k=k)
+    ranked = chunks_ranked(actor=actor, query_vector=vector, project=project, k=k + exploring.pool, query_text=query)
+    if exploring.explored and exploring.seed is not None:
+        page = exploration.arrange(ranked, k=k, first=exploring.first, seed=exploring.seed)
+    else:
+        page = [(hit, rank, False) for rank, hit in enumerate(ranked[:k], start=1)]
+    chunks = chunks_for_display(chunk_ids=[hit.chunk_id for hit, _, _ in page])
     hits = [
-        SearchHit(rank=rank, score=hit.score, weight=hit.weight, chunk=chunks[hit.chunk_id])
-        for rank, hit in enumerate(ranked, start=1)
+        SearchHit(
+            rank=rank,
+            score=hit.score,
+            weight=hit.weight,
+            chunk=chunks[hit.chunk_id],
+            natural_rank=natural_rank,
+            explored=explored,
+        )
+        for rank, (hit, natural_rank, explored) in enumerate(page, start=1)
     ]
 
     def record() -> RetrievalQuery:
@@ -410,6 +428,11 @@ def search(
             query_text=query,
             embedding=vector,
             k=k,
+            exploration_share=exploring.share,
+            explored=exploring.explored,
+            exploration_seed=exploring.seed,
+            exploration_first=exploring.first if exploring.explored else None,
+            exploration_pool=exploring.pool if exploring.explored else None,
         )
         RetrievalFeedback.objects.bulk_create(
             RetrievalFeedback(
@@ -425,6 +448,8 @@ def search(
                 rank=hit.rank,
                 score=hit.score,
                 weight=hit.weight,
+                natural_rank=hit.natural_rank,
+                explored=hit.explored,
             )
             # One order for every writer: foreign-key row locks are taken in insertion order.
             for hit in sorted(hits, key=lambda hit: (hit.chunk.document_id, hit.rank))
@@ -610,3 +635,31 @@ def weight_set_status(*, promotion_id: uuid.UUID, status: str) -> RetrievalWeigh
         weight.status = status
         weight.save(update_fields=["status", "updated_at"])
     return weight
+
+
+def project_settings_set(
+    *, actor: Actor, project_slug: str, exploration_share: float | None
+) -> RetrievalProjectSettings:
+    """Set a project's own share of explored searches (None: back to the deployment's default).
+    Staff admins, service keys (within their projects) and the project's admins."""
+    project = Project.objects.filter(slug=project_slug).first()
+    if project is None:
+        raise ApplicationError(f"No project {project_slug!r}.", field="project")
+    if actor.is_service:
+        allowed = actor.may_use_project(project.pk)
+    else:
+        allowed = actor.sees_everything or (
+            actor.user is not None
+            and actor.may_use_project(project.pk)
+            and ProjectMembership.objects.filter(
+                user=actor.user, project=project, role=ProjectMembership.Role.ADMIN
+            ).exists()
+        )
+    if not allowed:
+        raise AccessDenied("Only staff admins and the project's admins change its retrieval settings.", field="project")
+    if exploration_share is not None and not 0.0 <= exploration_share <= 1.0:
+        raise ApplicationError("exploration_share must be between 0 and 1, or null.", field="exploration_share")
+    row, _ = RetrievalProjectSettings.objects.update_or_create(
+        project=project, defaults={"exploration_share": exploration_share}
+    )
+    return row

@@ -217,6 +217,13 @@ OPERATIONS: list[Op] = [
         label="in a project",
     ),
     Op(
+        "PUT",
+        "retrieval/projects/{project}/settings",
+        # Staff admins, service keys and the project's admins (acting for the owner: a member, not an admin).
+        everyone(403, admin=200, service=200),
+        body={"exploration_share": 0.1},
+    ),
+    Op(
         "POST",
         "retrieval/feedback",
         everyone(200, other=404, member=404),
