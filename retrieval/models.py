@@ -141,6 +141,8 @@ class RetrievalFeedback(models.Model):
         indexes = [
             models.Index("chunk", "outcome", name="retrieval_fb_chunk_outcome"),
             models.Index("user", models.F("created_at").desc(), name="retrieval_fb_user_created"),
+            # The scan's rollups find the results marked since their last run (retrieval/rollups.py).
+            models.Index("updated_at", name="retrieval_fb_updated"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["trace", "chunk"], name="retrieval_fb_unique_trace_chunk"),
@@ -149,6 +151,74 @@ class RetrievalFeedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace_id} #{self.rank} {self.chunk_id}"
+
+
+class TraceRollup(models.Model):
+    """Search-trace evidence summed per chunk, query neighbourhood (its content words, see
+    ``retrieval.scope.query_terms``), project, displayed rank and whether exploration placed it: what the
+    retrieval scan reads instead of every trace. Kept in step with the traces by ``retrieval.rollups``.
+
+    Each traced result counts once in ``shown`` and, when its search got any feedback (a mark on one of
+    its results), in exactly one of the other counts."""
+
+    # A digest of (chunk, project, terms, rank, explored): one row per combination, upserted.
+    ident = models.CharField(max_length=40, unique=True)
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    terms = models.TextField()  # the neighbourhood: the query's content words, space-separated
+    rank = models.PositiveSmallIntegerField()
+    explored = models.BooleanField(default=False)
+    shown = models.IntegerField(default=0)
+    skipped = models.IntegerField(default=0)  # shown in a search with feedback, not used, no outcome
+    clicked = models.IntegerField(default=0)  # cited, used or referenced (no explicit outcome)
+    helpful = models.IntegerField(default=0)
+    unhelpful = models.IntegerField(default=0)  # also: used in an answer that was voted down
+    unsupported = models.IntegerField(default=0)
+    stale = models.IntegerField(default=0)
+    wrong_project = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "retrieval_trace_rollups"
+        indexes = [models.Index("chunk", name="trace_rollup_chunk")]
+
+    def __str__(self) -> str:
+        return f"{self.chunk_id} [{self.terms}] #{self.rank}{'*' if self.explored else ''}: {self.shown} shown"
+
+
+class TraceRollupMark(models.Model):
+    """How one traced result was counted in the rollups, when that is not implied: every result of a
+    search that got feedback (its category), and every result newer than the settled watermark (so a
+    late-committed older id is still found). A plain id: it may outlive its trace row (a chunk's
+    deletion cascades to the traces and to the rollups, not here), and nothing reads an orphan."""
+
+    feedback_id = models.BigIntegerField(primary_key=True)
+    category = models.PositiveSmallIntegerField()
+
+    class Meta:
+        db_table = "retrieval_trace_rollup_marks"
+
+    def __str__(self) -> str:
+        return f"{self.feedback_id}: {self.category}"
+
+
+class TraceRollupState(models.Model):
+    """The rollups' watermarks (one row, locked by whoever changes the rollups): every trace row with
+    an id up to ``settled_id`` is counted unless its id is up to ``expired_id`` (older than the scan
+    window); rows marked since ``changed_since`` are re-counted; ``keying`` fingerprints how queries were
+    keyed (a change of ``query_terms`` rebuilds the rollups)."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    settled_id = models.BigIntegerField(default=0)
+    expired_id = models.BigIntegerField(default=0)
+    changed_since = models.DateTimeField(null=True, blank=True)
+    keying = models.CharField(max_length=40, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "retrieval_trace_rollup_state"
+
+    def __str__(self) -> str:
+        return f"settled {self.settled_id}, expired {self.expired_id}"
 
 
 class WeightScope(models.TextChoices):

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import numpy as np
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
@@ -288,6 +289,10 @@ def retrieval_feedback_record(
                     continue
                 row.outcome = "unhelpful" if (row.used_in_answer or row.cited) else "unknown"
                 changed[chunk_id] = row
+        # bulk_update does not run auto_now: the scan's rollups find marked rows by updated_at.
+        marked_at = timezone.now()
+        for row in changed.values():
+            row.updated_at = marked_at
         RetrievalFeedback.objects.bulk_update(
             changed.values(), ["cited", "used_in_answer", "user_referenced", "outcome", "updated_at"]
         )

@@ -1,0 +1,298 @@
+"""Trace rollups: the retrieval scan's evidence, summed per chunk, query neighbourhood, project,
+displayed rank and exploration, and kept in step with the traces incrementally, so that a scan costs
+what changed since the last one rather than the whole window.
+
+Each traced result (a ``RetrievalFeedback`` row) falls in one *category*: a result of a search that
+got no feedback at all is only ``shown`` (nothing says whether anyone looked at it); in a search with
+feedback it was ``skipped`` (shown, not used, no outcome), ``clicked`` (cited, used or referenced)
+or carries its explicit outcome. A result's category can change after it was counted: a mark on it,
+or the first mark on another result of its search (which turns the rest into skips).
+
+What was counted is always known, so it can be taken back exactly:
+
+* a row with an id up to the settled watermark that has no ``TraceRollupMark`` was counted as
+  "no feedback"; every row of a search with feedback, and every row past the watermark, has a mark
+  row holding the category it was counted under (past the watermark, its presence says it was
+  counted at all: ids are not committed in order, so a late-committed smaller id is found by its
+  absence);
+* marks update rows in place and bump ``updated_at``: the searches with a row changed since the last
+  refresh (less a settling margin) are re-counted, subtracting what was counted before;
+* rows leaving the scan window, and rows erased (``trace_rollups_forget``, called before a deletion),
+  are subtracted the same way; a deleted chunk takes its rollups with it (foreign key cascade).
+
+The watermark row is locked while the rollups change: two scans, or a scan and an erasure, never
+count the same row twice. Counts are upserted (``INSERT ... ON CONFLICT DO UPDATE``: SQLite and
+PostgreSQL alike), so a refresh writes one row per rollup that changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.utils import timezone
+
+from retrieval.models import RetrievalFeedback, TraceRollup, TraceRollupMark, TraceRollupState
+from retrieval.scope import query_terms
+
+# The categories, in the order of the rollup's count columns (0 is "shown in a search without feedback").
+NO_FEEDBACK, SKIPPED, CLICKED, HELPFUL, UNHELPFUL, UNSUPPORTED, STALE, WRONG_PROJECT = range(8)
+COUNTS = ("skipped", "clicked", "helpful", "unhelpful", "unsupported", "stale", "wrong_project")
+_OUTCOME_CATEGORY = {
+    "helpful": HELPFUL,
+    "unhelpful": UNHELPFUL,
+    "unsupported": UNSUPPORTED,
+    "stale": STALE,
+    "wrong_project": WRONG_PROJECT,
+}
+MARKED = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | ~Q(outcome="unknown")
+# Texts whose keys fingerprint query_terms: when it changes (a better stemmer, a filler list), every
+# rollup is re-keyed by a rebuild.
+_PROBES = (
+    "What are the known experimental studies of flutter in swept wings?",
+    "papers on heat transfer to blunt bodies in hypersonic flows",
+    "Boundary-layer transition, work done on flat plates; effects of roughness",
+    "how do cylindrical shells buckle under axial compression loads",
+)
+BATCH = 2000
+
+
+@dataclass
+class RollupReport:
+    """What one refresh did (the scan report carries it)."""
+
+    rebuilt: bool = False
+    new_rows: int = 0
+    changed_rows: int = 0
+    expired_rows: int = 0
+    rollups_written: int = 0
+
+
+def keying_fingerprint() -> str:
+    return hashlib.blake2b(repr([query_terms(text) for text in _PROBES]).encode(), digest_size=20).hexdigest()
+
+
+def neighbourhood(text: str) -> str:
+    """The rollup key of a query: its content words (``retrieval.scope.query_terms``), space-separated."""
+    return " ".join(query_terms(text))
+
+
+def _ident(chunk_id: int, project_id: int | None, terms: str, rank: int, explored: bool) -> str:
+    return hashlib.blake2b(
+        f"{chunk_id}|{project_id or ''}|{terms}|{rank}|{int(explored)}".encode(), digest_size=20
+    ).hexdigest()
+
+
+def _category() -> tuple[Case, Exists]:
+    """A row's category now (see the module docstring), in SQL."""
+    engaged = Exists(RetrievalFeedback.objects.filter(trace_id=OuterRef("trace_id")).filter(MARKED))
+    return Case(
+        When(~Q(engaged_now=True), then=Value(NO_FEEDBACK)),
+        *[When(outcome=outcome, then=Value(category)) for outcome, category in _OUTCOME_CATEGORY.items()],
+        When(Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True), then=Value(CLICKED)),
+        default=Value(SKIPPED),
+        output_field=IntegerField(),
+    ), engaged
+
+
+def _with_category(rows: QuerySet) -> QuerySet:
+    category, engaged = _category()
+    return rows.annotate(engaged_now=engaged).annotate(category_now=category)
+
+
+def _counted_category() -> Subquery:
+    """The category a row was counted under, if it has a mark row (else: no feedback, or not counted)."""
+    return Subquery(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")).values("category")[:1])
+
+
+class _Deltas:
+    """Count changes per rollup, summed in memory, then upserted."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list] = {}
+        self._terms: dict[str, str] = {}
+        self.negative = False
+
+    def add(self, grouped: Iterable[dict], *, category_field: str, sign: int) -> int:
+        total = 0
+        for group in grouped:
+            text = group["query_text"]
+            terms = self._terms.get(text)
+            if terms is None:
+                terms = self._terms[text] = neighbourhood(text)
+            key = (group["chunk_id"], group["project_id"], terms, group["rank"], group["explored"])
+            ident = _ident(*key)
+            row = self.rows.get(ident)
+            if row is None:
+                row = self.rows[ident] = [*key, 0, *([0] * len(COUNTS))]
+            n = sign * group["n"]
+            row[5] += n
+            category = group[category_field]
+            if category:
+                row[5 + category] += n
+            total += group["n"]
+        if sign < 0 and total:
+            self.negative = True
+        return total
+
+    def apply(self) -> int:
+        """Upsert the summed changes; rollups left with nothing shown are deleted."""
+        columns = ("ident", "chunk_id", "project_id", "terms", "rank", "explored", "shown", *COUNTS)
+        table = TraceRollup._meta.db_table
+        updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in ("shown", *COUNTS))
+        # Table and column names are this module's constants; the values are parameters.
+        sql = (
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "  # noqa: S608
+            f"ON CONFLICT (ident) DO UPDATE SET {updates}"
+        )
+        values = [
+            (ident, *row) for ident, row in self.rows.items() if any(row[5:])
+        ]  # a change that cancelled out writes nothing
+        with connection.cursor() as cursor:
+            for start in range(0, len(values), BATCH):
+                cursor.executemany(sql, values[start : start + BATCH])
+        if self.negative:
+            touched = [v[0] for v in values]
+            for start in range(0, len(touched), BATCH):
+                TraceRollup.objects.filter(ident__in=touched[start : start + BATCH], shown__lte=0).delete()
+        return len(values)
+
+
+_GROUP = ("query_text", "chunk_id", "project_id", "rank", "explored")
+
+
+def _grouped(rows: QuerySet, category_field: str) -> Iterable[dict]:
+    return rows.values(*_GROUP, category_field).annotate(n=Count("id")).order_by().iterator(chunk_size=BATCH)
+
+
+def _counted(rows: QuerySet, state: TraceRollupState) -> QuerySet:
+    """The rows of ``rows`` the rollups count now, each with the category it was counted under."""
+    rows = rows.filter(id__gt=state.expired_id).annotate(counted=_counted_category())
+    return rows.filter(Q(id__lte=state.settled_id) | Q(counted__isnull=False)).annotate(
+        counted_category=Case(
+            When(counted__isnull=True, then=Value(NO_FEEDBACK)), default="counted", output_field=IntegerField()
+        )
+    )
+
+
+def _subtract(rows: QuerySet, state: TraceRollupState, deltas: _Deltas) -> int:
+    """Take back what ``rows`` contributed, and forget their mark rows."""
+    counted = _counted(rows, state)
+    n = deltas.add(_grouped(counted, "counted_category"), category_field="counted_category", sign=-1)
+    TraceRollupMark.objects.filter(feedback_id__in=rows.values("id")).delete()
+    return n
+
+
+def _count(rows: QuerySet, state: TraceRollupState, deltas: _Deltas, *, keep_from: int) -> int:
+    """Add what ``rows`` contribute now, and record the categories that are not implied (rows of
+    searches with feedback, and rows past ``keep_from``)."""
+    rows = _with_category(rows)
+    n = deltas.add(_grouped(rows, "category_now"), category_field="category_now", sign=1)
+    recorded = rows.filter(Q(engaged_now=True) | Q(id__gt=keep_from)).values_list("id", "category_now")
+    sql, params = recorded.query.sql_with_params()
+    with connection.cursor() as cursor:
+        table = TraceRollupMark._meta.db_table
+        cursor.execute(f"INSERT INTO {table} (feedback_id, category) SELECT * FROM ({sql}) AS counted", params)  # noqa: S608
+    return n
+
+
+def _locked_state() -> TraceRollupState:
+    state = TraceRollupState.objects.select_for_update().filter(pk=1).first()
+    if state is None:  # a database migrated before the row was seeded, or emptied by a test
+        TraceRollupState.objects.get_or_create(pk=1)
+        state = TraceRollupState.objects.select_for_update().get(pk=1)
+    return state
+
+
+def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = False) -> RollupReport:
+    """Bring the rollups up to date with the traces of the last ``days`` days: count new rows,
+    re-count searches marked since the last refresh, drop rows that left the window. ``rebuild``
+    (or a change of how queries are keyed) counts everything again from nothing."""
+    now = timezone.now()
+    report = RollupReport()
+    with transaction.atomic():
+        state = _locked_state()
+        fingerprint = keying_fingerprint()
+        if rebuild or state.keying != fingerprint:
+            TraceRollup.objects.all().delete()
+            TraceRollupMark.objects.all().delete()
+            state.settled_id = state.expired_id = 0
+            state.changed_since = None
+            state.keying = fingerprint
+            report.rebuilt = True
+        deltas = _Deltas()
+        # 1. Rows older than the window: ids grow with time, so the window starts at the first id in it.
+        first_in_window = (
+            RetrievalFeedback.objects.filter(id__gt=state.expired_id, created_at__gte=now - timedelta(days=days))
+            .order_by("id")
+            .values_list("id", flat=True)
+            .first()
+        )
+        if first_in_window is None:
+            first_in_window = (RetrievalFeedback.objects.order_by("-id").values_list("id", flat=True).first() or 0) + 1
+        if first_in_window - 1 > state.expired_id:
+            leaving = RetrievalFeedback.objects.filter(id__gt=state.expired_id, id__lt=first_in_window)
+            report.expired_rows = _subtract(leaving, state, deltas)
+            state.expired_id = first_in_window - 1
+            state.settled_id = max(state.settled_id, state.expired_id)
+        # 2. Searches with a row marked since the last refresh: take back what their counted rows
+        # contributed, count them again as they are now.
+        if state.changed_since is not None:
+            since = state.changed_since - timedelta(seconds=settle_seconds)
+            touched = RetrievalFeedback.objects.filter(updated_at__gte=since, id__gt=state.expired_id).values(
+                "trace_id"
+            )
+            in_touched = RetrievalFeedback.objects.filter(trace_id__in=touched, id__gt=state.expired_id)
+            counted_ids = list(_counted(in_touched, state).values_list("id", flat=True))
+            if counted_ids:
+                for start in range(0, len(counted_ids), BATCH):
+                    batch = RetrievalFeedback.objects.filter(id__in=counted_ids[start : start + BATCH])
+                    report.changed_rows += _subtract(batch, state, deltas)
+                    _count(batch, state, deltas, keep_from=state.settled_id)
+        # 3. Rows not counted yet: past the watermark, without a mark row.
+        fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(
+            Exists(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")))
+        )
+        report.new_rows = _count(fresh, state, deltas, keep_from=state.settled_id)
+        report.rollups_written = deltas.apply()
+        # 4. Settle: a row created before now - settle_seconds is committed by now (no search holds
+        # its transaction that long), so every id up to the newest such row has been counted.
+        settled = (
+            RetrievalFeedback.objects.filter(
+                id__gt=state.settled_id, created_at__lt=now - timedelta(seconds=settle_seconds)
+            )
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+        )
+        if settled is not None:
+            state.settled_id = settled
+            TraceRollupMark.objects.filter(feedback_id__lte=settled, category=NO_FEEDBACK).delete()
+        state.changed_since = now
+        state.save()
+    return report
+
+
+def trace_rollups_forget(*, rows: QuerySet) -> int:
+    """Take the given trace rows out of the rollups; call it in the transaction that deletes them
+    (erasure, retention), before the delete. Returns how many counted rows were taken out."""
+    with transaction.atomic():
+        state = _locked_state()
+        deltas = _Deltas()
+        n = _subtract(rows, state, deltas)
+        deltas.apply()
+    return n
+
+
+def trace_rollups_full(*, days: int, now: datetime | None = None) -> dict[str, list]:
+    """The rollups as a from-scratch count of the traces in the window would make them (by ident):
+    what the incremental refresh must equal. For tests and the consistency check; reads every row."""
+    state = TraceRollupState.objects.filter(pk=1).first()
+    rows = RetrievalFeedback.objects.filter(id__gt=state.expired_id if state else 0)
+    deltas = _Deltas()
+    deltas.add(_grouped(_with_category(rows), "category_now"), category_field="category_now", sign=1)
+    return {ident: row for ident, row in deltas.rows.items() if any(row[5:])}
