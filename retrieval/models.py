@@ -100,10 +100,14 @@ class RetrievalQuery(models.Model):
     query_text = models.TextField()
     embedding = EmbeddingField()
     k = models.PositiveSmallIntegerField()
+    # When feedback on this search last arrived (even feedback that used nothing): from then on its
+    # results that were not used count as skipped, and the scan's rollups re-count it.
+    feedback_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "retrieval_queries"
         ordering = ["-created_at"]
+        indexes = [models.Index("feedback_at", name="retrieval_query_feedback_at")]
 
     def __str__(self) -> str:
         return self.query_text[:60]

@@ -4,9 +4,10 @@ what changed since the last one rather than the whole window.
 
 Each traced result (a ``RetrievalFeedback`` row) falls in one *category*: a result of a search that
 got no feedback at all is only ``shown`` (nothing says whether anyone looked at it); in a search with
-feedback it was ``skipped`` (shown, not used, no outcome), ``clicked`` (cited, used or referenced)
-or carries its explicit outcome. A result's category can change after it was counted: a mark on it,
-or the first mark on another result of its search (which turns the rest into skips).
+feedback (a feedback call, even one that used nothing) it was ``skipped`` (shown, not used, no
+outcome), ``clicked`` (cited, used or referenced) or carries its explicit outcome. A result's
+category can change after it was counted: a mark on it, or the first feedback on its search (which
+turns the rest into skips).
 
 What was counted is always known, so it can be taken back exactly:
 
@@ -15,8 +16,9 @@ What was counted is always known, so it can be taken back exactly:
   row holding the category it was counted under (past the watermark, its presence says it was
   counted at all: ids are not committed in order, so a late-committed smaller id is found by its
   absence);
-* marks update rows in place and bump ``updated_at``: the searches with a row changed since the last
-  refresh (less a settling margin) are re-counted, subtracting what was counted before;
+* feedback updates rows in place, bumps their ``updated_at`` and the search's ``feedback_at``: the
+  searches with either past the last refresh (less a settling margin) are re-counted, subtracting
+  what was counted before;
 * rows leaving the scan window, and rows erased (``trace_rollups_forget``, called before a deletion),
   are subtracted the same way; a deleted chunk takes its rollups with it (foreign key cascade).
 
@@ -33,10 +35,22 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.utils import timezone
 
-from retrieval.models import RetrievalFeedback, TraceRollup, TraceRollupMark, TraceRollupState
+from retrieval.models import RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark, TraceRollupState
 from retrieval.scope import query_terms
 
 # The categories, in the order of the rollup's count columns (0 is "shown in a search without feedback").
@@ -67,7 +81,7 @@ class RollupReport:
 
     rebuilt: bool = False
     new_rows: int = 0
-    changed_rows: int = 0
+    rechecked_rows: int = 0  # re-counted: their search got feedback, or they are within the settling margin
     expired_rows: int = 0
     rollups_written: int = 0
 
@@ -87,9 +101,15 @@ def _ident(chunk_id: int, project_id: int | None, terms: str, rank: int, explore
     ).hexdigest()
 
 
-def _category() -> tuple[Case, Exists]:
-    """A row's category now (see the module docstring), in SQL."""
-    engaged = Exists(RetrievalFeedback.objects.filter(trace_id=OuterRef("trace_id")).filter(MARKED))
+def _category() -> tuple[Case, Case]:
+    """A row's category now (see the module docstring), in SQL; and whether its search got feedback
+    (a feedback call, recorded on the trace, or, on traces older than that record, a mark)."""
+    marked = Exists(RetrievalFeedback.objects.filter(trace_id=OuterRef("trace_id")).filter(MARKED))
+    engaged = Case(
+        When(Q(trace__feedback_at__isnull=False) | Q(marked), then=Value(True)),
+        default=Value(False),
+        output_field=BooleanField(),
+    )
     return Case(
         When(~Q(engaged_now=True), then=Value(NO_FEEDBACK)),
         *[When(outcome=outcome, then=Value(category)) for outcome, category in _OUTCOME_CATEGORY.items()],
@@ -243,15 +263,18 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
         # contributed, count them again as they are now.
         if state.changed_since is not None:
             since = state.changed_since - timedelta(seconds=settle_seconds)
-            touched = RetrievalFeedback.objects.filter(updated_at__gte=since, id__gt=state.expired_id).values(
-                "trace_id"
-            )
+            touched = {
+                *RetrievalQuery.objects.filter(feedback_at__gte=since).values_list("pk", flat=True),
+                *RetrievalFeedback.objects.filter(updated_at__gte=since, id__gt=state.expired_id).values_list(
+                    "trace_id", flat=True
+                ),
+            }
             in_touched = RetrievalFeedback.objects.filter(trace_id__in=touched, id__gt=state.expired_id)
             counted_ids = list(_counted(in_touched, state).values_list("id", flat=True))
             if counted_ids:
                 for start in range(0, len(counted_ids), BATCH):
                     batch = RetrievalFeedback.objects.filter(id__in=counted_ids[start : start + BATCH])
-                    report.changed_rows += _subtract(batch, state, deltas)
+                    report.rechecked_rows += _subtract(batch, state, deltas)
                     _count(batch, state, deltas, keep_from=state.settled_id)
         # 3. Rows not counted yet: past the watermark, without a mark row.
         fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(

@@ -1,0 +1,145 @@
+"""Trace rollups: the incremental refresh always equals a count from scratch, through marks, changed
+marks, new searches, erasure, deleted chunks, the window moving on and ids committed out of order."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core.embeddings import get_embedder
+from promotions.erasure import user_erase
+from retrieval.models import Document, RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark
+from retrieval.rollups import COUNTS, trace_rollups_full, trace_rollups_refresh
+from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
+
+DOCS = {
+    "flutter": "Flutter of aircraft wings: aeroelastic coupling of bending and torsion.",
+    "flutter-tests": "Wind tunnel tests of wing flutter with control surfaces.",
+    "buckling": "Buckling of thin cylindrical shells under axial compression.",
+    "heating": "Aerodynamic heating of blunt bodies in hypersonic flow.",
+}
+QUERIES = ["wind tunnel flutter experiments", "flutter experiments in a wind tunnel", "buckling of shells"]
+
+
+@pytest.fixture
+def corpus(world):
+    get_embedder()
+    documents_import(actor=world.actor("service"), items=[DocumentInput(id=k, raw_text=v) for k, v in DOCS.items()])
+
+
+def refresh(**kwargs):
+    return trace_rollups_refresh(days=90, settle_seconds=kwargs.pop("settle_seconds", 300), **kwargs)
+
+
+def stored() -> dict[str, list]:
+    return {
+        r.ident: [r.chunk_id, r.project_id, r.terms, r.rank, r.explored, r.shown, *(getattr(r, c) for c in COUNTS)]
+        for r in TraceRollup.objects.all()
+    }
+
+
+def assert_in_step():
+    assert stored() == trace_rollups_full(days=90)
+
+
+def searches(world, role, n=2):
+    return [search(actor=world.actor(role), query=QUERIES[i % len(QUERIES)], k=4) for i in range(n)]
+
+
+def mark(world, role, result, position, **fields):
+    chunk_id = result.hits[position].chunk.chunk_id
+    retrieval_feedback_record(
+        actor=world.actor(role), trace_id=result.trace_id, items=[ResultFeedback(chunk_id=chunk_id, **fields)]
+    )
+
+
+def test_incremental_equals_full_through_marks_new_searches_and_changed_marks(world, corpus):
+    first = searches(world, "owner", 3) + searches(world, "other", 3)
+    report = refresh()
+    assert report.new_rows == 24
+    assert report.rollups_written > 0
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 24
+    assert not any(r.skipped for r in TraceRollup.objects.all())  # no feedback yet: nothing skipped
+
+    mark(world, "owner", first[0], 1, cited=True, used_in_answer=True)  # the rest of that search: skipped
+    mark(world, "other", first[3], 0, outcome="helpful")
+    retrieval_feedback_record(actor=world.actor("owner"), trace_id=first[1].trace_id, items=[])  # nothing used
+    later = searches(world, "member", 2)
+    report = refresh()
+    assert report.new_rows == 8  # (every counted row of the last few minutes is re-checked: 24)
+    assert_in_step()
+    assert sum(r.skipped for r in TraceRollup.objects.all()) == 3 + 3 + 4
+
+    mark(world, "other", first[3], 0, outcome="unhelpful")  # a mark changed
+    mark(world, "member", later[0], 2, outcome="stale")
+    retrieval_feedback_record(actor=world.actor("owner"), trace_id=first[2].trace_id, items=[], answer_rating="down")
+    refresh()
+    assert_in_step()
+    assert sum(r.unhelpful for r in TraceRollup.objects.all()) == 1
+    assert sum(r.helpful for r in TraceRollup.objects.all()) == 0
+
+    before = stored()
+    assert refresh().rollups_written == 0  # nothing changed: nothing written, nothing counted twice
+    assert stored() == before
+    refresh(rebuild=True)
+    assert stored() == before
+
+
+def test_erasure_and_deleted_chunks_leave_the_rollups_in_step(world, corpus):
+    owned = searches(world, "owner", 3)
+    searches(world, "other", 2)
+    mark(world, "owner", owned[0], 1, cited=True)
+    refresh()
+    user_erase(actor=world.actor("admin"), user=world.owner)
+    assert not RetrievalFeedback.objects.filter(trace_id__in=[r.trace_id for r in owned]).exists()
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8
+    assert sum(r.clicked for r in TraceRollup.objects.all()) == 0
+
+    Document.objects.filter(pk="buckling").delete()  # its chunk, traces and rollups go together
+    assert_in_step()
+    refresh()
+    assert_in_step()
+
+
+def test_rows_leaving_the_window_are_taken_back(world, corpus):
+    old = searches(world, "owner", 2)
+    mark(world, "owner", old[0], 0, cited=True)
+    searches(world, "other", 2)
+    refresh()
+    # The first searches are now 100 days old (ids grow with time: they are the lowest).
+    RetrievalFeedback.objects.filter(trace_id__in=[r.trace_id for r in old]).update(
+        created_at=timezone.now() - timedelta(days=100)
+    )
+    report = refresh()
+    assert report.expired_rows == 8
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8
+
+
+def test_a_row_committed_after_a_larger_id_was_counted_is_still_counted(world, corpus):
+    vector = get_embedder().embed_one(QUERIES[0])
+    result = searches(world, "owner", 1)[0]
+    top = max(RetrievalFeedback.objects.values_list("id", flat=True))
+    trace = RetrievalQuery.objects.create(user=world.owner, query_text=QUERIES[0], embedding=vector, k=4)
+    hit = result.hits[0]
+    late = {"trace": trace, "query_text": QUERIES[0], "document_id": hit.chunk.document_id, "rank": 1, "score": 0.5}
+    RetrievalFeedback.objects.create(id=top + 100, chunk=hit.chunk, **late)
+    refresh()
+    # A search whose row got a smaller id commits only now.
+    other = RetrievalQuery.objects.create(user=world.owner, query_text=QUERIES[0], embedding=vector, k=4)
+    RetrievalFeedback.objects.create(id=top + 50, chunk=hit.chunk, **{**late, "trace": other})
+    assert refresh().new_rows == 1
+    assert_in_step()
+
+
+def test_settled_rows_need_no_mark_rows(world, corpus):
+    searches(world, "owner", 3)
+    refresh(settle_seconds=300)
+    assert TraceRollupMark.objects.count() == 12  # not settled yet: each counted row is recorded
+    refresh(settle_seconds=0)
+    assert TraceRollupMark.objects.count() == 0  # settled, no feedback: implied by the watermark
+    assert_in_step()
