@@ -201,6 +201,15 @@ def _scan_generate(cursor, *, first: int, last: int, days: float, recent: bool) 
         "'\\x00'::bytea, 10 FROM bench_traces",
         [],
     )
+    cursor.execute(
+        "SELECT 1 FROM information_schema.columns "
+        "WHERE table_name = 'retrieval_queries' AND column_name = 'feedback_at'"
+    )
+    if cursor.fetchone():  # the searches that got feedback say so (the scan counts their unused results as skipped)
+        cursor.execute(
+            "UPDATE retrieval_queries q SET feedback_at = t.created FROM bench_traces t "
+            "WHERE t.engaged AND q.id = md5('t' || t.g)::uuid"
+        )
     # Each query shows the same ten chunks (its natural ranks 1..10); an explored search rotates natural
     # ranks 4..10 by its shift. A (query, chunk) pair is relevant when a hash of it falls in the lower 30 %.
     cursor.execute(

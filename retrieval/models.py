@@ -162,18 +162,22 @@ class TraceRollup(models.Model):
     ``retrieval.scope.query_terms``), project, displayed rank and whether exploration placed it: what the
     retrieval scan reads instead of every trace. Kept in step with the traces by ``retrieval.rollups``.
 
-    Each traced result counts once in ``shown`` and, when its search got any feedback (a mark on one of
-    its results), in exactly one of the other counts."""
+    Only searches that got feedback count (see ``retrieval.rollups``): each of their results in exactly
+    one of the counts, and in ``shown``."""
 
     # A digest of (chunk, project, terms, rank, explored): one row per combination, upserted.
     ident = models.CharField(max_length=40, unique=True)
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # A derived table written in bulk: Django cascades deletions (a chunk's rollups go with it), and
+    # no database constraint checks every upserted row.
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    project = models.ForeignKey(
+        "accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
     terms = models.TextField()  # the neighbourhood: the query's content words, space-separated
     rank = models.PositiveSmallIntegerField()
     explored = models.BooleanField(default=False)
-    shown = models.IntegerField(default=0)
-    skipped = models.IntegerField(default=0)  # shown in a search with feedback, not used, no outcome
+    shown = models.IntegerField(default=0)  # the sum of the counts below
+    skipped = models.IntegerField(default=0)  # not used, no outcome
     clicked = models.IntegerField(default=0)  # cited, used or referenced (no explicit outcome)
     helpful = models.IntegerField(default=0)
     unhelpful = models.IntegerField(default=0)  # also: used in an answer that was voted down
@@ -183,17 +187,16 @@ class TraceRollup(models.Model):
 
     class Meta:
         db_table = "retrieval_trace_rollups"
-        indexes = [models.Index("chunk", name="trace_rollup_chunk")]
 
     def __str__(self) -> str:
         return f"{self.chunk_id} [{self.terms}] #{self.rank}{'*' if self.explored else ''}: {self.shown} shown"
 
 
 class TraceRollupMark(models.Model):
-    """How one traced result was counted in the rollups, when that is not implied: every result of a
-    search that got feedback (its category), and every result newer than the settled watermark (so a
-    late-committed older id is still found). A plain id: it may outlive its trace row (a chunk's
-    deletion cascades to the traces and to the rollups, not here), and nothing reads an orphan."""
+    """How one traced result was counted in the rollups (its category), so that it can be taken back
+    exactly when its marks change, it leaves the window or it is erased. A plain id: it may outlive
+    its trace row (a chunk's deletion cascades to the traces and to the rollups, not here), and
+    nothing reads an orphan."""
 
     feedback_id = models.BigIntegerField(primary_key=True)
     category = models.PositiveSmallIntegerField()

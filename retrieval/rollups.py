@@ -2,25 +2,24 @@
 displayed rank and exploration, and kept in step with the traces incrementally, so that a scan costs
 what changed since the last one rather than the whole window.
 
-Each traced result (a ``RetrievalFeedback`` row) falls in one *category*: a result of a search that
-got no feedback at all is only ``shown`` (nothing says whether anyone looked at it); in a search with
-feedback (a feedback call, even one that used nothing) it was ``skipped`` (shown, not used, no
-outcome), ``clicked`` (cited, used or referenced) or carries its explicit outcome. A result's
-category can change after it was counted: a mark on it, or the first feedback on its search (which
-turns the rest into skips).
+Only searches that got feedback (a feedback call, even one that used nothing: the trace's
+``feedback_at``) are evidence, so only their results are counted. Each such result (a
+``RetrievalFeedback`` row) falls in one *category*: ``skipped`` (shown, not used, no outcome),
+``clicked`` (cited, used or referenced) or its explicit outcome. A result's category changes after it
+was counted when a mark changes, and a search's results start counting when its first feedback
+arrives.
 
-What was counted is always known, so it can be taken back exactly:
+What was counted is always known, so it can be taken back exactly: every counted row has a
+``TraceRollupMark`` holding the category it was counted under.
 
-* a row with an id up to the settled watermark that has no ``TraceRollupMark`` was counted as
-  "no feedback"; every row of a search with feedback, and every row past the watermark, has a mark
-  row holding the category it was counted under (past the watermark, its presence says it was
-  counted at all: ids are not committed in order, so a late-committed smaller id is found by its
-  absence);
+* new rows: those past the settled watermark without a mark row (ids are not committed in order, so
+  a late-committed smaller id is found by its absence; the watermark only moves past rows older than
+  the settling margin, which no search's transaction outlives);
 * feedback updates rows in place, bumps their ``updated_at`` and the search's ``feedback_at``: the
-  searches with either past the last refresh (less a settling margin) are re-counted, subtracting
+  searches with either past the last refresh (less the settling margin) are re-counted, subtracting
   what was counted before;
 * rows leaving the scan window, and rows erased (``trace_rollups_forget``, called before a deletion),
-  are subtracted the same way; a deleted chunk takes its rollups with it (foreign key cascade).
+  are subtracted the same way; a deleted chunk takes its rollups with it (cascade).
 
 The watermark row is locked while the rollups change: two scans, or a scan and an erasure, never
 count the same row twice. Counts are upserted (``INSERT ... ON CONFLICT DO UPDATE``: SQLite and
@@ -36,7 +35,6 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import (
-    BooleanField,
     Case,
     Count,
     Exists,
@@ -53,7 +51,7 @@ from django.utils import timezone
 from retrieval.models import RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark, TraceRollupState
 from retrieval.scope import query_terms
 
-# The categories, in the order of the rollup's count columns (0 is "shown in a search without feedback").
+# The categories, in the order of the rollup's count columns (0: a search without feedback, not counted).
 NO_FEEDBACK, SKIPPED, CLICKED, HELPFUL, UNHELPFUL, UNSUPPORTED, STALE, WRONG_PROJECT = range(8)
 COUNTS = ("skipped", "clicked", "helpful", "unhelpful", "unsupported", "stale", "wrong_project")
 _OUTCOME_CATEGORY = {
@@ -73,6 +71,7 @@ _PROBES = (
     "how do cylindrical shells buckle under axial compression loads",
 )
 BATCH = 2000
+UPSERT_ROWS = 500  # 15 parameters a row: within SQLite's limit of 32,766 per statement
 
 
 @dataclass
@@ -101,27 +100,21 @@ def _ident(chunk_id: int, project_id: int | None, terms: str, rank: int, explore
     ).hexdigest()
 
 
-def _category() -> tuple[Case, Case]:
-    """A row's category now (see the module docstring), in SQL; and whether its search got feedback
-    (a feedback call, recorded on the trace, or, on traces older than that record, a mark)."""
-    marked = Exists(RetrievalFeedback.objects.filter(trace_id=OuterRef("trace_id")).filter(MARKED))
-    engaged = Case(
-        When(Q(trace__feedback_at__isnull=False) | Q(marked), then=Value(True)),
-        default=Value(False),
-        output_field=BooleanField(),
-    )
+def _category() -> Case:
+    """A row's category now (see the module docstring), in SQL. Whether its search got feedback is
+    recorded on the trace (``feedback_at``; the migration that added it filled it in for searches
+    marked before): a join, not a look at the search's other rows."""
     return Case(
-        When(~Q(engaged_now=True), then=Value(NO_FEEDBACK)),
+        When(trace__feedback_at__isnull=True, then=Value(NO_FEEDBACK)),
         *[When(outcome=outcome, then=Value(category)) for outcome, category in _OUTCOME_CATEGORY.items()],
         When(Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True), then=Value(CLICKED)),
         default=Value(SKIPPED),
         output_field=IntegerField(),
-    ), engaged
+    )
 
 
 def _with_category(rows: QuerySet) -> QuerySet:
-    category, engaged = _category()
-    return rows.annotate(engaged_now=engaged).annotate(category_now=category)
+    return rows.annotate(category_now=_category())
 
 
 def _counted_category() -> Subquery:
@@ -151,9 +144,7 @@ class _Deltas:
                 row = self.rows[ident] = [*key, 0, *([0] * len(COUNTS))]
             n = sign * group["n"]
             row[5] += n
-            category = group[category_field]
-            if category:
-                row[5 + category] += n
+            row[5 + group[category_field]] += n
             total += group["n"]
         if sign < 0 and total:
             self.negative = True
@@ -164,17 +155,18 @@ class _Deltas:
         columns = ("ident", "chunk_id", "project_id", "terms", "rank", "explored", "shown", *COUNTS)
         table = TraceRollup._meta.db_table
         updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in ("shown", *COUNTS))
-        # Table and column names are this module's constants; the values are parameters.
-        sql = (
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "  # noqa: S608
-            f"ON CONFLICT (ident) DO UPDATE SET {updates}"
-        )
-        values = [
-            (ident, *row) for ident, row in self.rows.items() if any(row[5:])
-        ]  # a change that cancelled out writes nothing
+        values = [(ident, *row) for ident, row in self.rows.items() if any(row[5:])]  # cancelled out: nothing
+        # Table and column names are this module's constants; the values are parameters. Many rows per
+        # statement: one round trip per UPSERT_ROWS rollups.
+        row_sql = f"({', '.join(['%s'] * len(columns))})"
         with connection.cursor() as cursor:
-            for start in range(0, len(values), BATCH):
-                cursor.executemany(sql, values[start : start + BATCH])
+            for start in range(0, len(values), UPSERT_ROWS):
+                batch = values[start : start + UPSERT_ROWS]
+                cursor.execute(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_sql] * len(batch))} "  # noqa: S608
+                    f"ON CONFLICT (ident) DO UPDATE SET {updates}",
+                    [value for row in batch for value in row],
+                )
         if self.negative:
             touched = [v[0] for v in values]
             for start in range(0, len(touched), BATCH):
@@ -191,11 +183,10 @@ def _grouped(rows: QuerySet, category_field: str) -> Iterable[dict]:
 
 def _counted(rows: QuerySet, state: TraceRollupState) -> QuerySet:
     """The rows of ``rows`` the rollups count now, each with the category it was counted under."""
-    rows = rows.filter(id__gt=state.expired_id).annotate(counted=_counted_category())
-    return rows.filter(Q(id__lte=state.settled_id) | Q(counted__isnull=False)).annotate(
-        counted_category=Case(
-            When(counted__isnull=True, then=Value(NO_FEEDBACK)), default="counted", output_field=IntegerField()
-        )
+    return (
+        rows.filter(id__gt=state.expired_id)
+        .annotate(counted_category=_counted_category())
+        .filter(counted_category__isnull=False)
     )
 
 
@@ -207,13 +198,11 @@ def _subtract(rows: QuerySet, state: TraceRollupState, deltas: _Deltas) -> int:
     return n
 
 
-def _count(rows: QuerySet, state: TraceRollupState, deltas: _Deltas, *, keep_from: int) -> int:
-    """Add what ``rows`` contribute now, and record the categories that are not implied (rows of
-    searches with feedback, and rows past ``keep_from``)."""
-    rows = _with_category(rows)
+def _count(rows: QuerySet, deltas: _Deltas) -> int:
+    """Add what ``rows`` contribute now (those of searches with feedback), and record how each was counted."""
+    rows = _with_category(rows.filter(trace__feedback_at__isnull=False))
     n = deltas.add(_grouped(rows, "category_now"), category_field="category_now", sign=1)
-    recorded = rows.filter(Q(engaged_now=True) | Q(id__gt=keep_from)).values_list("id", "category_now")
-    sql, params = recorded.query.sql_with_params()
+    sql, params = rows.values_list("id", "category_now").query.sql_with_params()
     with connection.cursor() as cursor:
         table = TraceRollupMark._meta.db_table
         cursor.execute(f"INSERT INTO {table} (feedback_id, category) SELECT * FROM ({sql}) AS counted", params)  # noqa: S608
@@ -259,28 +248,29 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
             report.expired_rows = _subtract(leaving, state, deltas)
             state.expired_id = first_in_window - 1
             state.settled_id = max(state.settled_id, state.expired_id)
-        # 2. Searches with a row marked since the last refresh: take back what their counted rows
-        # contributed, count them again as they are now.
+        # 2. Searches that got feedback since the last refresh (or had a row marked): take back what
+        # their rows were counted as, count them as they are now.
         if state.changed_since is not None:
             since = state.changed_since - timedelta(seconds=settle_seconds)
-            touched = {
-                *RetrievalQuery.objects.filter(feedback_at__gte=since).values_list("pk", flat=True),
-                *RetrievalFeedback.objects.filter(updated_at__gte=since, id__gt=state.expired_id).values_list(
-                    "trace_id", flat=True
-                ),
-            }
-            in_touched = RetrievalFeedback.objects.filter(trace_id__in=touched, id__gt=state.expired_id)
-            counted_ids = list(_counted(in_touched, state).values_list("id", flat=True))
-            if counted_ids:
-                for start in range(0, len(counted_ids), BATCH):
-                    batch = RetrievalFeedback.objects.filter(id__in=counted_ids[start : start + BATCH])
-                    report.rechecked_rows += _subtract(batch, state, deltas)
-                    _count(batch, state, deltas, keep_from=state.settled_id)
+            touched = sorted(
+                {
+                    *RetrievalQuery.objects.filter(feedback_at__gte=since).values_list("pk", flat=True),
+                    *RetrievalFeedback.objects.filter(updated_at__gte=since, id__gt=state.expired_id).values_list(
+                        "trace_id", flat=True
+                    ),
+                }
+            )
+            for start in range(0, len(touched), BATCH // 10):
+                rows = RetrievalFeedback.objects.filter(
+                    trace_id__in=touched[start : start + BATCH // 10], id__gt=state.expired_id
+                )
+                _subtract(rows, state, deltas)
+                report.rechecked_rows += _count(rows, deltas)
         # 3. Rows not counted yet: past the watermark, without a mark row.
         fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(
             Exists(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")))
         )
-        report.new_rows = _count(fresh, state, deltas, keep_from=state.settled_id)
+        report.new_rows = _count(fresh, deltas)
         report.rollups_written = deltas.apply()
         # 4. Settle: a row created before now - settle_seconds is committed by now (no search holds
         # its transaction that long), so every id up to the newest such row has been counted.
@@ -294,7 +284,6 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
         )
         if settled is not None:
             state.settled_id = settled
-            TraceRollupMark.objects.filter(feedback_id__lte=settled, category=NO_FEEDBACK).delete()
         state.changed_since = now
         state.save()
     return report
@@ -315,7 +304,7 @@ def trace_rollups_full(*, days: int, now: datetime | None = None) -> dict[str, l
     """The rollups as a from-scratch count of the traces in the window would make them (by ident):
     what the incremental refresh must equal. For tests and the consistency check; reads every row."""
     state = TraceRollupState.objects.filter(pk=1).first()
-    rows = RetrievalFeedback.objects.filter(id__gt=state.expired_id if state else 0)
+    rows = RetrievalFeedback.objects.filter(id__gt=state.expired_id if state else 0, trace__feedback_at__isnull=False)
     deltas = _Deltas()
     deltas.add(_grouped(_with_category(rows), "category_now"), category_field="category_now", sign=1)
     return {ident: row for ident, row in deltas.rows.items() if any(row[5:])}

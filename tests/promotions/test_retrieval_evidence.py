@@ -4,6 +4,7 @@ fitted on explored results, and the figures a proposal carries."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from core.embeddings import get_embedder
 from promotions.models import LearningPromotion
@@ -103,13 +104,15 @@ def test_searches_without_any_feedback_are_no_evidence(world, chunks):
     position_biased_log(world, chunks, with_feedback=False)
     report = retrieval_scan()
     assert (report.boosts, report.penalties, report.groups) == (0, 0, 0)
-    assert TraceRollup.objects.get(chunk=chunks["third"]).shown == 100  # counted as shown, nothing more
+    assert not TraceRollup.objects.exists()  # shown, but nobody said what they did with it
 
 
 def test_a_boost_for_a_result_already_first_is_not_proposed(world, chunks):
     vector = get_embedder().embed_one(QUERY)
     for _ in range(5):
-        trace = RetrievalQuery.objects.create(user=world.other, query_text=QUERY, embedding=vector, k=2)
+        trace = RetrievalQuery.objects.create(
+            user=world.other, query_text=QUERY, embedding=vector, k=2, feedback_at=timezone.now()
+        )
         for rank, name in ((1, "top"), (2, "second")):
             RetrievalFeedback.objects.create(
                 trace=trace,

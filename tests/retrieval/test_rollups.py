@@ -58,19 +58,18 @@ def mark(world, role, result, position, **fields):
 def test_incremental_equals_full_through_marks_new_searches_and_changed_marks(world, corpus):
     first = searches(world, "owner", 3) + searches(world, "other", 3)
     report = refresh()
-    assert report.new_rows == 24
-    assert report.rollups_written > 0
+    assert report.new_rows == 0  # no feedback yet: no evidence
+    assert not TraceRollup.objects.exists()
     assert_in_step()
-    assert sum(r.shown for r in TraceRollup.objects.all()) == 24
-    assert not any(r.skipped for r in TraceRollup.objects.all())  # no feedback yet: nothing skipped
 
     mark(world, "owner", first[0], 1, cited=True, used_in_answer=True)  # the rest of that search: skipped
     mark(world, "other", first[3], 0, outcome="helpful")
     retrieval_feedback_record(actor=world.actor("owner"), trace_id=first[1].trace_id, items=[])  # nothing used
     later = searches(world, "member", 2)
     report = refresh()
-    assert report.new_rows == 8  # (every counted row of the last few minutes is re-checked: 24)
+    assert (report.rechecked_rows, report.new_rows) == (12, 0)  # the new searches got no feedback
     assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 12
     assert sum(r.skipped for r in TraceRollup.objects.all()) == 3 + 3 + 4
 
     mark(world, "other", first[3], 0, outcome="unhelpful")  # a mark changed
@@ -90,14 +89,19 @@ def test_incremental_equals_full_through_marks_new_searches_and_changed_marks(wo
 
 def test_erasure_and_deleted_chunks_leave_the_rollups_in_step(world, corpus):
     owned = searches(world, "owner", 3)
-    searches(world, "other", 2)
+    others = searches(world, "other", 2)
     mark(world, "owner", owned[0], 1, cited=True)
+    mark(world, "other", others[0], 0, cited=True)
+    mark(world, "other", others[1], 0, outcome="helpful")
     refresh()
     user_erase(actor=world.actor("admin"), user=world.owner)
     assert not RetrievalFeedback.objects.filter(trace_id__in=[r.trace_id for r in owned]).exists()
     assert_in_step()
-    assert sum(r.shown for r in TraceRollup.objects.all()) == 8
-    assert sum(r.clicked for r in TraceRollup.objects.all()) == 0
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8  # the other user's two searches
+    assert (sum(r.clicked for r in TraceRollup.objects.all()), sum(r.helpful for r in TraceRollup.objects.all())) == (
+        1,
+        1,
+    )
 
     Document.objects.filter(pk="buckling").delete()  # its chunk, traces and rollups go together
     assert_in_step()
@@ -108,7 +112,10 @@ def test_erasure_and_deleted_chunks_leave_the_rollups_in_step(world, corpus):
 def test_rows_leaving_the_window_are_taken_back(world, corpus):
     old = searches(world, "owner", 2)
     mark(world, "owner", old[0], 0, cited=True)
-    searches(world, "other", 2)
+    mark(world, "owner", old[1], 0, cited=True)
+    later = searches(world, "other", 2)
+    mark(world, "other", later[0], 0, cited=True)
+    mark(world, "other", later[1], 1, cited=True)
     refresh()
     # The first searches are now 100 days old (ids grow with time: they are the lowest).
     RetrievalFeedback.objects.filter(trace_id__in=[r.trace_id for r in old]).update(
@@ -124,22 +131,30 @@ def test_a_row_committed_after_a_larger_id_was_counted_is_still_counted(world, c
     vector = get_embedder().embed_one(QUERIES[0])
     result = searches(world, "owner", 1)[0]
     top = max(RetrievalFeedback.objects.values_list("id", flat=True))
-    trace = RetrievalQuery.objects.create(user=world.owner, query_text=QUERIES[0], embedding=vector, k=4)
+    now = timezone.now()
+    trace = RetrievalQuery.objects.create(
+        user=world.owner, query_text=QUERIES[0], embedding=vector, k=4, feedback_at=now
+    )
     hit = result.hits[0]
     late = {"trace": trace, "query_text": QUERIES[0], "document_id": hit.chunk.document_id, "rank": 1, "score": 0.5}
     RetrievalFeedback.objects.create(id=top + 100, chunk=hit.chunk, **late)
     refresh()
     # A search whose row got a smaller id commits only now.
-    other = RetrievalQuery.objects.create(user=world.owner, query_text=QUERIES[0], embedding=vector, k=4)
+    other = RetrievalQuery.objects.create(
+        user=world.owner, query_text=QUERIES[0], embedding=vector, k=4, feedback_at=now
+    )
     RetrievalFeedback.objects.create(id=top + 50, chunk=hit.chunk, **{**late, "trace": other})
-    assert refresh().new_rows == 1
+    refresh()
     assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 2
 
 
-def test_settled_rows_need_no_mark_rows(world, corpus):
-    searches(world, "owner", 3)
-    refresh(settle_seconds=300)
-    assert TraceRollupMark.objects.count() == 12  # not settled yet: each counted row is recorded
+def test_only_searches_with_feedback_are_counted_and_recorded(world, corpus):
+    results = searches(world, "owner", 3)
     refresh(settle_seconds=0)
-    assert TraceRollupMark.objects.count() == 0  # settled, no feedback: implied by the watermark
+    assert not TraceRollupMark.objects.exists()
+    retrieval_feedback_record(actor=world.actor("owner"), trace_id=results[0].trace_id, items=[])  # none used
+    refresh(settle_seconds=0)
+    assert TraceRollupMark.objects.count() == 4  # each counted result, with its category
+    assert sum(r.skipped for r in TraceRollup.objects.all()) == 4
     assert_in_step()
