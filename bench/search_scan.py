@@ -308,7 +308,7 @@ def _scan_timings(args) -> None:
 
     from promotions.models import LearningPromotion
     from promotions.scanners.retrieval import retrieval_scan
-    from retrieval.models import RetrievalFeedback
+    from retrieval.models import RetrievalFeedback, RetrievalQuery
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM ai_retrieval_feedback")
@@ -329,7 +329,11 @@ def _scan_timings(args) -> None:
         .order_by("id")
         .values_list("id", flat=True)[: args.scan_marks]
     )
+    # As the feedback service does: the rows marked, their searches' feedback recorded.
     RetrievalFeedback.objects.filter(id__in=marked).update(cited=True, used_in_answer=True, updated_at=django_now())
+    RetrievalQuery.objects.filter(pk__in=RetrievalFeedback.objects.filter(id__in=marked).values("trace_id")).update(
+        feedback_at=django_now()
+    )
     began = time.perf_counter()
     report = retrieval_scan()
     print(

@@ -19,7 +19,9 @@ What was counted is always known, so it can be taken back exactly: every counted
   searches with either past the last refresh (less the settling margin) are re-counted, subtracting
   what was counted before;
 * rows leaving the scan window, and rows erased (``trace_rollups_forget``, called before a deletion),
-  are subtracted the same way; a deleted chunk takes its rollups with it (cascade).
+  are subtracted the same way; a deleted chunk takes its rollups with it (cascade);
+* trace rows deleted any other way are noticed (the mark rows left must add up to the rollups) and
+  the rollups are rebuilt from the traces.
 
 The watermark row is locked while the rollups change: two scans, or a scan and an erasure, never
 count the same row twice. Counts are upserted (``INSERT ... ON CONFLICT DO UPDATE``: SQLite and
@@ -29,6 +31,7 @@ PostgreSQL alike), so a refresh writes one row per rollup that changed.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -43,6 +46,7 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
     Value,
     When,
 )
@@ -71,6 +75,7 @@ _PROBES = (
     "how do cylindrical shells buckle under axial compression loads",
 )
 BATCH = 2000
+logger = logging.getLogger(__name__)
 UPSERT_ROWS = 500  # 15 parameters a row: within SQLite's limit of 32,766 per statement
 
 
@@ -209,6 +214,16 @@ def _count(rows: QuerySet, deltas: _Deltas) -> int:
     return n
 
 
+def _in_step() -> bool:
+    """Every counted row has its mark row, and the rollups sum exactly those: after dropping the mark
+    rows of deleted trace rows, the marks left must add up to the rollups. A deleted chunk takes
+    its rollups and its trace rows together, so it stays in step; trace rows deleted on their own
+    (not through ``trace_rollups_forget``) do not."""
+    TraceRollupMark.objects.exclude(Exists(RetrievalFeedback.objects.filter(pk=OuterRef("feedback_id")))).delete()
+    shown = TraceRollup.objects.aggregate(total=Sum("shown"))["total"] or 0
+    return shown == TraceRollupMark.objects.count()
+
+
 def _locked_state() -> TraceRollupState:
     state = TraceRollupState.objects.select_for_update().filter(pk=1).first()
     if state is None:  # a database migrated before the row was seeded, or emptied by a test
@@ -226,6 +241,11 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
     with transaction.atomic():
         state = _locked_state()
         fingerprint = keying_fingerprint()
+        if not rebuild and state.keying == fingerprint and not _in_step():
+            # Counted rows were deleted by a path that did not take them out (an ORM delete of
+            # traces outside erasure): the counts can no longer be corrected row by row.
+            logger.warning("trace rollups out of step with the traces: rebuilding them")
+            rebuild = True
         if rebuild or state.keying != fingerprint:
             TraceRollup.objects.all().delete()
             TraceRollupMark.objects.all().delete()

@@ -158,3 +158,15 @@ def test_only_searches_with_feedback_are_counted_and_recorded(world, corpus):
     assert TraceRollupMark.objects.count() == 4  # each counted result, with its category
     assert sum(r.skipped for r in TraceRollup.objects.all()) == 4
     assert_in_step()
+
+
+def test_traces_deleted_outside_erasure_are_noticed_and_the_rollups_rebuilt(world, corpus):
+    results = searches(world, "owner", 3)
+    for result in results:
+        mark(world, "owner", result, 0, cited=True)
+    refresh()
+    RetrievalQuery.objects.filter(pk=results[0].trace_id).delete()  # not through trace_rollups_forget
+    assert refresh().rebuilt
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8
+    assert not refresh().rebuilt
