@@ -3,8 +3,7 @@
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
-from django.db.models import Q
-from django.db.models.functions import Now
+from django.db.models import F, Q
 
 
 def state_row(apps, schema_editor):
@@ -18,8 +17,9 @@ def feedback_at(apps, schema_editor):
     marked = feedback.objects.filter(
         Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | ~Q(outcome="unknown")
     )
+    # When is unknown: the search's own time, so the first scan does not re-count them all again.
     apps.get_model("retrieval", "RetrievalQuery").objects.filter(pk__in=marked.values("trace_id")).update(
-        feedback_at=Now()
+        feedback_at=F("created_at")
     )
 
 
