@@ -55,6 +55,11 @@ def main() -> None:
     parser.add_argument("--scan-marks", type=int, default=10_000, help="older trace rows marked before it")
     parser.add_argument("--reuse", action="store_true", help="scan part: keep and extend an existing database")
     parser.add_argument("--generate-only", action="store_true", help="scan part: generate the traces and stop")
+    parser.add_argument(
+        "--incremental-only",
+        action="store_true",
+        help="scan part, with --reuse: the rollups exist, time the later scans",
+    )
     args = parser.parse_args()
     if args.part == "scan":
         scan_part(args)
@@ -314,7 +319,8 @@ def _scan_timings(args) -> None:
         cursor.execute("SELECT count(*) FROM ai_retrieval_feedback")
         rows = cursor.fetchone()[0]
     print(f"{rows} trace rows; load {os.getloadavg()[0]:.2f}", flush=True)
-    for label in ("first scan (full aggregation)", "scan with nothing new"):
+    labels = ("first scan (full aggregation)", "scan with nothing new")
+    for label in labels[1:] if args.incremental_only else labels:
         began = time.perf_counter()
         report = retrieval_scan()
         print(f"{label}: {time.perf_counter() - began:.1f} s; {report}; load {os.getloadavg()[0]:.2f}", flush=True)
