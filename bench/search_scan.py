@@ -62,9 +62,24 @@ def main() -> None:
     parser.add_argument("--exact", action="store_true", help="measure: the exact in-process path (faiss) instead")
     parser.add_argument("--passages", type=int, default=100_000, help="import: passages to import")
     parser.add_argument("--recall-queries", type=int, default=100, help="measure: queries checked by brute force")
+    parser.add_argument("--part", choices=("search", "scan"), default="search", help="search latency, or the scan")
+    parser.add_argument("--scan-database", default="ll_scan_bench")
+    parser.add_argument("--scan-traces", type=int, default=10_000_000, help="trace rows the scan part generates")
+    parser.add_argument("--scan-new", type=int, default=100_000, help="new trace rows before the incremental scan")
+    parser.add_argument("--scan-marks", type=int, default=10_000, help="older trace rows marked before it")
+    parser.add_argument("--reuse", action="store_true", help="scan part: keep and extend an existing database")
+    parser.add_argument("--generate-only", action="store_true", help="scan part: generate the traces and stop")
+    parser.add_argument(
+        "--incremental-only",
+        action="store_true",
+        help="scan part, with --reuse: the rollups exist, time the later scans",
+    )
     args = parser.parse_args()
     if args.phase:
         {"load": phase_load, "measure": phase_measure, "import": phase_import}[args.phase](args)
+        return
+    if args.part == "scan":
+        scan_part(args)
         return
 
     env = scratch_environment(args.pg, args.database)
@@ -620,6 +635,195 @@ def phase_import(args: argparse.Namespace) -> None:
         f"together {1 / (1 / import_rate + 1 / embed_rate):.0f} passages/s; load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+
+
+SCAN_DOC = """The scan part (--part scan): incremental retrieval-scan aggregation over --scan-traces trace rows.
+
+    .venv/bin/python bench/search_scan.py --part scan [--scan-traces 10000000] [--reuse]
+
+Generates, in SQL (generate_series, in committed batches of 1,000,000 rows, so an interrupted run
+keeps what it made and --reuse continues it), searches of 10 results each over 100,000 chunks:
+queries drawn from 50,000 distinct texts with a skewed popularity, 5 % of searches explored
+(ranks 4-10 rotated at random), 20 % of searches given feedback by a position-biased user (examines
+rank r with probability 1/r, uses a relevant result with probability 0.6, an irrelevant one with
+0.05, now and then marks an outcome). Then times: the first scan (the full aggregation into the
+rollups, the proposals and their audit events), a scan with nothing new, and a scan after
+--scan-new new trace rows plus marks on --scan-marks older rows.
+"""
+
+SCAN_QUERIES = 50_000
+SCAN_CHUNKS = 100_000
+SCAN_BATCH = 100_000  # searches (of 10 rows each) per committed batch
+
+
+def _scan_generate(cursor, *, first: int, last: int, days: float, recent: bool) -> None:
+    """Searches ``first``..``last`` (1-based) and their 10 result rows each; created_at spreads the
+    whole range over ``days`` up to now (``recent``: all within the last minute)."""
+    cursor.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS bench_traces (g bigint PRIMARY KEY, qid int, explored bool, "
+        "engaged bool, shift int, created timestamptz)"
+    )
+    cursor.execute("TRUNCATE bench_traces")
+    age = "random() * interval '50 seconds'" if recent else f"(%s - g) * interval '1 second' * {days * 86400.0} / %s"
+    params = [] if recent else [last, last]
+    cursor.execute(
+        "INSERT INTO bench_traces SELECT g, floor(%s * power(random(), 3))::int, random() < 0.05, random() < 0.2, "  # noqa: S608
+        f"floor(random() * 7)::int, now() - {age} FROM generate_series(%s, %s) g",
+        [SCAN_QUERIES, *params, first, last],
+    )
+    cursor.execute(
+        "INSERT INTO retrieval_queries (id, created_at, tool_name, session_id, target_id, query_text, embedding, k) "
+        "SELECT md5('t' || g)::uuid, created, 'bench', '', '', 'topic' || qid || ' flow over surface' || (qid %% 97), "
+        "'\\x00'::bytea, 10 FROM bench_traces",
+        [],
+    )
+    cursor.execute(
+        "SELECT 1 FROM information_schema.columns "
+        "WHERE table_name = 'retrieval_queries' AND column_name = 'feedback_at'"
+    )
+    if cursor.fetchone():  # the searches that got feedback say so (the scan counts their unused results as skipped)
+        cursor.execute(
+            "UPDATE retrieval_queries q SET feedback_at = t.created FROM bench_traces t "
+            "WHERE t.engaged AND q.id = md5('t' || t.g)::uuid"
+        )
+    # Each query shows the same ten chunks (its natural ranks 1..10); an explored search rotates natural
+    # ranks 4..10 by its shift. A (query, chunk) pair is relevant when a hash of it falls in the lower 30 %.
+    cursor.execute(
+        "INSERT INTO ai_retrieval_feedback (trace_id, created_at, updated_at, target_id, session_id, tool_name, "
+        "query_text, document_id, chunk_id, rank, score, weight, cited, user_referenced, used_in_answer, outcome, "
+        "explored, metadata) "
+        "SELECT md5('t' || g)::uuid, created, created, '', '', 'bench', 'topic' || qid || ' flow over surface' || "
+        "(qid %% 97), 'd' || (c / 10), %s + c, shown, 0.5, 1.0, clicked, false, clicked, "
+        "CASE WHEN NOT engaged THEN 'unknown' WHEN random() < 0.01 THEN (CASE WHEN relevant THEN 'helpful' "
+        "ELSE 'unhelpful' END) WHEN random() < 0.002 THEN 'stale' ELSE 'unknown' END, moved, '{}' FROM ("
+        "  SELECT t.*, (t.qid::bigint * 7919 + n * 104729) %% %s AS c, "
+        "  CASE WHEN t.explored AND n >= 4 THEN 4 + (n - 4 + t.shift) %% 7 ELSE n END AS shown, "
+        "  t.explored AND n >= 4 AS moved, ((t.qid * 31 + n * 17) %% 10) < 3 AS relevant FROM bench_traces t, "
+        "  generate_series(1, 10) n) s, "
+        "LATERAL (SELECT engaged AND random() < (1.0 / shown) * "
+        "CASE WHEN relevant THEN 0.6 ELSE 0.05 END AS clicked) k",
+        [_scan_low(cursor), SCAN_CHUNKS],
+    )
+
+
+def _scan_low(cursor) -> int:
+    cursor.execute("SELECT min(id) FROM document_chunks")
+    return cursor.fetchone()[0]
+
+
+def _scan_chunks(cursor) -> None:
+    cursor.execute("SELECT count(*) FROM document_chunks")
+    if cursor.fetchone()[0] >= SCAN_CHUNKS:
+        return
+    cursor.execute(
+        "INSERT INTO document_metadata (id, project_id, source_type, source_system, title, url, participants, "
+        "raw_text, metadata, content_hash, imported_at, updated_at) SELECT 'd' || g, NULL, 'text', '', '', '', "
+        "'[]', 'x', '{}', g::text, now(), now() FROM generate_series(0, %s) g",
+        [SCAN_CHUNKS // 10 - 1],
+    )
+    cursor.execute(
+        "INSERT INTO document_chunks (chunk_id, document_id, position, content, content_hash, embedding, metadata, "
+        "created_at) SELECT 'c' || g, 'd' || (g / 10), g %% 10, 'passage', g::text, '\\x00'::bytea, '{}', now() "
+        "FROM generate_series(0, %s) g",
+        [SCAN_CHUNKS - 1],
+    )
+
+
+def scan_part(args) -> None:
+    """Time the retrieval scan over many traces: the first (full) aggregation, then incremental scans."""
+    import psycopg
+
+    dsn = f"{args.pg}/{args.scan_database}"
+    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [args.scan_database]).fetchone()
+    if args.reuse and exists:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings.local",
+            "DEBUG": "false",
+            "SECRET_KEY": "bench-only-secret-key-not-used-for-anything-real-0123456789",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DATABASE_URL": dsn,
+            "SECURE_SSL_REDIRECT": "false",
+            "LOG_LEVEL": "WARNING",
+        }
+    else:
+        env = scratch_environment(args.pg, args.scan_database)
+    os.environ.update(
+        {k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "LOG_LEVEL")}
+    )
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection, transaction
+
+    call_command("migrate", "--noinput", verbosity=0)
+    with connection.cursor() as cursor:
+        with transaction.atomic():
+            _scan_chunks(cursor)
+        cursor.execute("SELECT count(*) FROM retrieval_queries")
+        have = cursor.fetchone()[0]
+        want = args.scan_traces // 10
+        while have < want:
+            began = time.perf_counter()
+            last = min(want, have + SCAN_BATCH)
+            with transaction.atomic():
+                _scan_generate(cursor, first=have + 1, last=last, days=80.0 * last / want, recent=False)
+            print(f"generated {last * 10} trace rows ({time.perf_counter() - began:.1f} s for this batch)", flush=True)
+            have = last
+        cursor.execute("ANALYZE ai_retrieval_feedback")
+    if args.generate_only:
+        return
+    _scan_timings(args)
+
+
+def _scan_timings(args) -> None:
+    """The scan's figures on the generated traces (see SCAN_DOC)."""
+    from django.db import connection, transaction
+
+    from promotions.models import LearningPromotion
+    from promotions.scanners.retrieval import retrieval_scan
+    from retrieval.models import RetrievalFeedback, RetrievalQuery
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM ai_retrieval_feedback")
+        rows = cursor.fetchone()[0]
+    print(f"{rows} trace rows; load {os.getloadavg()[0]:.2f}", flush=True)
+    labels = ("first scan (full aggregation)", "scan with nothing new")
+    for label in labels[1:] if args.incremental_only else labels:
+        began = time.perf_counter()
+        report = retrieval_scan()
+        print(f"{label}: {time.perf_counter() - began:.1f} s; {report}; load {os.getloadavg()[0]:.2f}", flush=True)
+    LearningPromotion.objects.filter(promotion_type="retrieval_weight").delete()  # the next scans propose again
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM retrieval_queries")
+        have = cursor.fetchone()[0]
+        with transaction.atomic():
+            _scan_generate(cursor, first=have + 1, last=have + args.scan_new // 10, days=0.0, recent=True)
+    marked = list(
+        RetrievalFeedback.objects.filter(rank__lte=3, cited=False)
+        .order_by("id")
+        .values_list("id", flat=True)[: args.scan_marks]
+    )
+    # As the feedback service does: the rows marked, their searches' feedback recorded.
+    RetrievalFeedback.objects.filter(id__in=marked).update(cited=True, used_in_answer=True, updated_at=django_now())
+    RetrievalQuery.objects.filter(pk__in=RetrievalFeedback.objects.filter(id__in=marked).values("trace_id")).update(
+        feedback_at=django_now()
+    )
+    began = time.perf_counter()
+    report = retrieval_scan()
+    print(
+        f"scan after {args.scan_new} new trace rows and {len(marked)} marks on older ones: "
+        f"{time.perf_counter() - began:.1f} s; {report}; load {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+
+
+def django_now():
+    from django.utils import timezone
+
+    return timezone.now()
 
 
 if __name__ == "__main__":

@@ -8,18 +8,39 @@ from core.conf import AppSettings, Tunable
 class PromotionsSettings(AppSettings):
     """Declared here once; values come from Django settings or the environment."""
 
-    # The retrieval scan: evidence from the last RETRIEVAL_SCAN_DAYS, at least RETRIEVAL_SCAN_MIN_SUPPORT
-    # signals of a kind per chunk, smoothed with RETRIEVAL_SCAN_PRIOR pseudo-observations; a boost needs
-    # a rank-adjusted lift of RETRIEVAL_SCAN_MIN_LIFT.
+    # The retrieval scan (promotions/scanners/retrieval.py): evidence from the last RETRIEVAL_SCAN_DAYS,
+    # read from the trace rollups; relevance per chunk and query neighbourhood estimated with a
+    # position-bias model and compared with the neighbourhood's baseline.
     RETRIEVAL_SCAN_DAYS = Tunable(90, minimum=1, maximum=3650, doc="days of search traces the retrieval scan reads")
     RETRIEVAL_SCAN_MIN_SUPPORT = Tunable(
-        3, minimum=1, maximum=1000, doc="signals of one kind a chunk needs before the scan proposes a weight"
+        3, minimum=1, maximum=1000, doc="positive results (or stale / wrong-project marks) a weight needs at least"
+    )
+    RETRIEVAL_SCAN_MIN_EFFECTIVE = Tunable(
+        3.0, minimum=0.5, maximum=10_000.0, doc="expected examinations a chunk needs in a neighbourhood to be judged"
+    )
+    RETRIEVAL_SCAN_CONFIDENCE_Z = Tunable(
+        1.28, minimum=0.0, maximum=5.0, doc="z of the one-sided confidence bounds on relevance (1.28: 90 %)"
+    )
+    RETRIEVAL_SCAN_EXPLICIT_WEIGHT = Tunable(
+        2.0, minimum=1.0, maximum=20.0, doc="examinations one explicit outcome counts for (a click counts 1)"
+    )
+    RETRIEVAL_SCAN_MIN_PROPENSITY = Tunable(
+        0.1, minimum=0.01, maximum=1.0, doc="floor of the examination propensity (clipping) of any rank"
+    )
+    RETRIEVAL_SCAN_PRIOR_ETA = Tunable(
+        1.0, minimum=0.0, maximum=3.0, doc="position bias p(r) = (1/r)^eta assumed when exploration is too sparse"
+    )
+    RETRIEVAL_SCAN_MIN_EXPLORED = Tunable(
+        200, minimum=10, maximum=10_000_000, doc="explored results with feedback needed to estimate eta from them"
     )
     RETRIEVAL_SCAN_PRIOR = Tunable(
-        2.0, minimum=0.0, maximum=1000.0, doc="pseudo-observations smoothing a chunk's rates toward neutral"
+        5.0, minimum=0.0, maximum=1000.0, doc="examinations shrinking a neighbourhood's baseline toward the global one"
     )
     RETRIEVAL_SCAN_MIN_LIFT = Tunable(
-        1.2, minimum=1.0, maximum=10.0, doc="rank-adjusted lift of positive signals a boost needs"
+        1.1, minimum=1.0, maximum=10.0, doc="lower bound / baseline a boost needs (baseline / upper bound a penalty)"
+    )
+    RETRIEVAL_SCAN_SETTLE_SECONDS = Tunable(
+        300, minimum=0, maximum=86_400, doc="seconds after which a trace row is surely committed (rollup watermark)"
     )
     # A query-scoped weight never reaches queries less similar than this to its evidence.
     RETRIEVAL_SCAN_MIN_NEIGHBOURHOOD = Tunable(

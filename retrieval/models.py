@@ -110,10 +110,14 @@ class RetrievalQuery(models.Model):
     exploration_seed = models.BigIntegerField(null=True, blank=True)
     exploration_first = models.PositiveSmallIntegerField(null=True, blank=True)
     exploration_pool = models.PositiveSmallIntegerField(null=True, blank=True)
+    # When feedback on this search last arrived (even feedback that used nothing): from then on its
+    # results that were not used count as skipped, and the scan's rollups re-count it.
+    feedback_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "retrieval_queries"
         ordering = ["-created_at"]
+        indexes = [models.Index("feedback_at", name="retrieval_query_feedback_at")]
 
     def __str__(self) -> str:
         return self.query_text[:60]
@@ -157,6 +161,8 @@ class RetrievalFeedback(models.Model):
         indexes = [
             models.Index("chunk", "outcome", name="retrieval_fb_chunk_outcome"),
             models.Index("user", models.F("created_at").desc(), name="retrieval_fb_user_created"),
+            # The scan's rollups find the results marked since their last run (retrieval/rollups.py).
+            models.Index("updated_at", name="retrieval_fb_updated"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["trace", "chunk"], name="retrieval_fb_unique_trace_chunk"),
@@ -188,6 +194,77 @@ class RetrievalProjectSettings(models.Model):
 
     def __str__(self) -> str:
         return f"retrieval settings of {self.project_id}"
+
+
+class TraceRollup(models.Model):
+    """Search-trace evidence summed per chunk, query neighbourhood (its content words, see
+    ``retrieval.scope.query_terms``), project, displayed rank and whether exploration placed it: what the
+    retrieval scan reads instead of every trace. Kept in step with the traces by ``retrieval.rollups``.
+
+    Only searches that got feedback count (see ``retrieval.rollups``): each of their results in exactly
+    one of the counts, and in ``shown``."""
+
+    # A digest of (chunk, project, terms, rank, explored): one row per combination, upserted.
+    ident = models.CharField(max_length=40, unique=True)
+    # A derived table written in bulk: Django cascades deletions (a chunk's rollups go with it), and
+    # no database constraint checks every upserted row.
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    project = models.ForeignKey(
+        "accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    terms = models.TextField()  # the neighbourhood: the query's content words, space-separated
+    rank = models.PositiveSmallIntegerField()
+    explored = models.BooleanField(default=False)
+    shown = models.IntegerField(default=0)  # the sum of the counts below
+    skipped = models.IntegerField(default=0)  # not used, no outcome
+    clicked = models.IntegerField(default=0)  # cited, used or referenced (no explicit outcome)
+    helpful = models.IntegerField(default=0)
+    unhelpful = models.IntegerField(default=0)  # also: used in an answer that was voted down
+    unsupported = models.IntegerField(default=0)
+    stale = models.IntegerField(default=0)
+    wrong_project = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "retrieval_trace_rollups"
+
+    def __str__(self) -> str:
+        return f"{self.chunk_id} [{self.terms}] #{self.rank}{'*' if self.explored else ''}: {self.shown} shown"
+
+
+class TraceRollupMark(models.Model):
+    """How one traced result was counted in the rollups (its category), so that it can be taken back
+    exactly when its marks change, it leaves the window or it is erased. A plain id: it may outlive
+    its trace row (a chunk's deletion cascades to the traces and to the rollups, not here), and
+    nothing reads an orphan."""
+
+    feedback_id = models.BigIntegerField(primary_key=True)
+    category = models.PositiveSmallIntegerField()
+
+    class Meta:
+        db_table = "retrieval_trace_rollup_marks"
+
+    def __str__(self) -> str:
+        return f"{self.feedback_id}: {self.category}"
+
+
+class TraceRollupState(models.Model):
+    """The rollups' watermarks (one row, locked by whoever changes the rollups): every trace row with
+    an id up to ``settled_id`` is counted unless its id is up to ``expired_id`` (older than the scan
+    window); rows marked since ``changed_since`` are re-counted; ``keying`` fingerprints how queries were
+    keyed (a change of ``query_terms`` rebuilds the rollups)."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    settled_id = models.BigIntegerField(default=0)
+    expired_id = models.BigIntegerField(default=0)
+    changed_since = models.DateTimeField(null=True, blank=True)
+    keying = models.CharField(max_length=40, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "retrieval_trace_rollup_state"
+
+    def __str__(self) -> str:
+        return f"settled {self.settled_id}, expired {self.expired_id}"
 
 
 class WeightScope(models.TextChoices):

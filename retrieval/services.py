@@ -520,6 +520,12 @@ def retrieval_feedback_record(
                     continue
                 row.outcome = "unhelpful" if (row.used_in_answer or row.cited) else "unknown"
                 changed[chunk_id] = row
+        # bulk_update does not run auto_now: the scan's rollups find marked rows by updated_at, and
+        # searches that got feedback (even none used) by feedback_at.
+        marked_at = timezone.now()
+        RetrievalQuery.objects.filter(pk=trace.pk).update(feedback_at=marked_at)
+        for row in changed.values():
+            row.updated_at = marked_at
         RetrievalFeedback.objects.bulk_update(
             changed.values(), ["cited", "used_in_answer", "user_referenced", "outcome", "updated_at"]
         )

@@ -32,7 +32,14 @@ from learning.models import (
 from promotions.models import LearningPromotion, Scanner, ScanRun, ScanStatus
 from promotions.scanners.task_example import TaskExampleScanReport
 from retrieval.index import DIMENSIONS, bump_generation
-from retrieval.models import Chunk, Document, RetrievalFeedback, RetrievalQuery, RetrievalWeight
+from retrieval.models import (
+    Chunk,
+    Document,
+    RetrievalFeedback,
+    RetrievalProjectSettings,
+    RetrievalQuery,
+    RetrievalWeight,
+)
 
 
 def embedding(seed: int) -> np.ndarray:
@@ -313,6 +320,14 @@ class RetrievalWeightFactory(factory.django.DjangoModelFactory):
     multiplier = 1.2
     reason = "helpful"
     promotion_id = factory.LazyFunction(_promotion_id)
+
+
+class RetrievalProjectSettingsFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = RetrievalProjectSettings
+
+    project = factory.SubFactory(ProjectFactory)
+    exploration_share = 0.1
 
 
 class CommandRunFactory(factory.django.DjangoModelFactory):

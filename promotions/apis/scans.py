@@ -17,10 +17,24 @@ from promotions.models import Scanner
 
 
 class RetrievalScanOutputSerializer(serializers.Serializer):
-    groups = serializers.IntegerField(help_text="Chunks with enough repeated signals to consider.")
+    groups = serializers.IntegerField(
+        help_text="(Chunk, query neighbourhood) pairs with enough effective evidence to judge."
+    )
     boosts = serializers.IntegerField(help_text="New boost candidates.")
     penalties = serializers.IntegerField(help_text="New penalty candidates.")
     skipped_open = serializers.IntegerField(help_text="Chunks that already have an open candidate.")
+    already_first = serializers.IntegerField(
+        required=False, help_text="Boosts not proposed: the chunk is already at rank 1 for those queries."
+    )
+    propensity = serializers.DictField(
+        required=False,
+        help_text="The position-bias model used: eta of p(rank) = (1/rank)^eta, its source (exploration or "
+        "prior) and the explored results with feedback behind it.",
+    )
+    rollups = serializers.DictField(
+        required=False,
+        help_text="The incremental aggregation: trace rows new, re-counted and expired; rollups written.",
+    )
 
 
 class AgentScanOutputSerializer(serializers.Serializer):

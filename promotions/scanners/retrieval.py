@@ -1,47 +1,63 @@
 """The retrieval scanner: search-trace evidence becomes retrieval-weight candidates.
 
-The scan aggregates the search traces in SQL (one GROUP BY over
-``ai_retrieval_feedback``), then decides per aggregated chunk:
+Users look at the top results far more than at the rest, so raw counts of marks mostly say where a
+result was shown. The scan instead estimates, per chunk and *query neighbourhood* (the query's
+content words, ``retrieval.scope.query_terms``), how relevant the chunk is once examined:
 
-* a **boost** only from repeated positive signals (cited, used in the answer, referenced,
-  or marked helpful) and no problem signal, when the chunk earned more of them than its
-  ranks predict: each showing counts ``1 / log2(rank + 1)`` of an expected positive
-  (rank 1 is cited more for being first), and the lift is smoothed toward 1;
-* a **penalty** from repeated problem outcomes (unhelpful, wrong_project, stale,
-  unsupported), from their smoothed rate.
+* **position bias**: a result at rank r is examined with propensity p(r) = (1/r)^eta. eta is fitted
+  (maximum likelihood) to the click-through of results exploration placed at random ranks (the
+  ``explored`` traces); with fewer than RETRIEVAL_SCAN_MIN_EXPLORED of them the prior
+  RETRIEVAL_SCAN_PRIOR_ETA (1: examination falls as 1/r) is used. Propensities are clipped at
+  RETRIEVAL_SCAN_MIN_PROPENSITY. Which one was used is in the report and in every proposal.
+* **evidence** counts only searches that got feedback (any mark on any of their results): there,
+  a result shown at rank r and not used counts p(r) examinations without a use (a skip high up is
+  strong negative evidence, one far down hardly any), a used one p(r) examinations and one use, an
+  explicit outcome RETRIEVAL_SCAN_EXPLICIT_WEIGHT examinations (the user certainly looked): helpful
+  as uses, unhelpful or unsupported (also: used in an answer voted down) as non-uses. Relevance is
+  uses / examinations (the inverse-propensity ratio estimator), with Wilson bounds at
+  RETRIEVAL_SCAN_CONFIDENCE_Z over the effective sample size (the expected examinations).
+* a **boost** when the lower bound beats the neighbourhood's baseline (its uses / examinations over
+  all its chunks, shrunk toward the global rate) by RETRIEVAL_SCAN_MIN_LIFT, with at least
+  RETRIEVAL_SCAN_MIN_SUPPORT uses and RETRIEVAL_SCAN_MIN_EFFECTIVE examinations, unless the chunk is
+  already at rank 1 for the neighbourhood's queries (a boost would change nothing); a **penalty**
+  when the upper bound is below the baseline by that factor. A contrary mark is evidence like any
+  other: it lowers the estimate, it blocks nothing, and a result relevant on balance is not penalised.
+* **stale** content is penalised everywhere and **wrong-project** content within that project when
+  such marks reach RETRIEVAL_SCAN_MIN_SUPPORT and outweigh the chunk's uses (lower bound of their
+  share above one half).
 
-Each weight is scoped to what its evidence supports: stale content everywhere,
-wrong-project content within that project, relevance (helpful or not) in the
-neighbourhood of the queries that produced it (near-paraphrases of any of them).
+One open candidate per chunk: a chunk's neighbourhoods that agree make one query-scoped weight
+anchored on their queries (the stronger direction wins when they disagree). The evidence, the
+thresholds and the propensity model are in ``proposed_learning["evidence"]``.
+
+The scan reads the trace rollups (``retrieval.rollups``), refreshed incrementally first.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from datetime import timedelta
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, FloatField, Q, Sum, Value
-from django.db.models.functions import Cast, Ln
-from django.utils import timezone
+from django.db.models import Case, F, FloatField, IntegerField, Sum, Value, When
 
 from accounts.actors import Actor
 from accounts.models import Project
 from promotions.conf import promotions_settings
 from promotions.models import OPEN_STATUSES, LearningPromotion
 from promotions.services import Proposal, promotions_propose_bulk
-from retrieval.conf import clamp_multiplier
-from retrieval.models import RetrievalFeedback
-from retrieval.scope import query_terms
+from retrieval.conf import clamp_multiplier, retrieval_settings
+from retrieval.models import Chunk, RetrievalFeedback, TraceRollup, TraceRollupState
+from retrieval.rollups import neighbourhood, trace_rollups_refresh
 
-POSITIVE = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | Q(outcome="helpful")
-PROBLEMS = ("unhelpful", "wrong_project", "stale", "unsupported")
 # The scanner's own choice of the mildest change worth proposing: a penalty lowers a weight by at
 # least 5%, a boost raises it by at least 5% (the outer bounds are retrieval's WEIGHT_MIN/WEIGHT_MAX).
 MILDEST_PENALTY = 0.95
 MILDEST_BOOST = 1.05
-SCOPE_FOR_PROBLEM = {"stale": "global", "wrong_project": "project", "unhelpful": "query", "unsupported": "query"}
+# A chunk shown at rank 1 in this share of its neighbourhood's (unexplored) searches is already first.
+AT_TOP = 0.8
+ETA_GRID = [i / 50 for i in range(0, 151)]  # 0 .. 3
 
 
 @dataclass
@@ -50,96 +66,348 @@ class ScanReport:
     boosts: int = 0
     penalties: int = 0
     skipped_open: int = 0
+    already_first: int = 0  # boosts not proposed: the chunk is already at rank 1 there
+    propensity: dict[str, Any] = field(default_factory=dict)
+    rollups: dict[str, Any] = field(default_factory=dict)
 
 
-def _discount():
-    # 1 / log2(rank + 1) = ln 2 / ln(rank + 1): what one showing at this rank is worth in expected
-    # positives. Natural logs stay in double precision (PostgreSQL's two-argument log is numeric-only).
-    return Value(math.log(2.0)) / Ln(Cast(F("rank"), FloatField()) + 1.0)
+@dataclass
+class Propensity:
+    """Examination probability by displayed rank: p(r) = max(floor, (1/r)^eta)."""
+
+    eta: float
+    source: str  # "exploration" or "prior"
+    explored: int  # explored results with feedback behind the estimate
+    floor: float
+
+    def at(self, rank: int) -> float:
+        return max(self.floor, float(rank) ** -self.eta)
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": "(1/rank)^eta", "eta": round(self.eta, 3), "source": self.source, "explored": self.explored}
+
+
+def wilson(successes: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson score bounds of a proportion from a (possibly fractional) sample of size n."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = min(1.0, max(0.0, successes / n))
+    denominator = 1 + z * z / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - spread) / denominator), min(1.0, (centre + spread) / denominator)
+
+
+def propensity_estimate() -> Propensity:
+    """Fit eta to the click-through of explored results by rank (randomised placement makes the
+    relevance behind each rank the same, so click-through falls with rank only by examination)."""
+    conf = promotions_settings
+    engaged = F("skipped") + F("clicked") + F("helpful") + F("unhelpful") + F("unsupported")
+    by_rank = {
+        row["rank"]: (row["n"] or 0, row["c"] or 0)
+        for row in TraceRollup.objects.filter(explored=True)
+        .values("rank")
+        .annotate(n=Sum(engaged), c=Sum(F("clicked") + F("helpful")))
+        .order_by()
+    }
+    total = sum(n for n, _ in by_rank.values())
+    clicks = sum(c for _, c in by_rank.values())
+    ranks = [r for r, (n, _) in by_rank.items() if n > 0]
+    prior = Propensity(conf.RETRIEVAL_SCAN_PRIOR_ETA, "prior", total, conf.RETRIEVAL_SCAN_MIN_PROPENSITY)
+    if total < conf.RETRIEVAL_SCAN_MIN_EXPLORED or len(ranks) < 2 or clicks == 0:
+        return prior
+    best, best_ll = prior.eta, -math.inf
+    for eta in ETA_GRID:
+        scale = clicks / sum(n * r**-eta for r, (n, _) in by_rank.items())
+        ll = 0.0
+        for r, (n, c) in by_rank.items():
+            q = min(1 - 1e-9, scale * r**-eta)
+            ll += c * math.log(q) + (n - c) * math.log(1 - q)
+        if ll > best_ll:
+            best, best_ll = eta, ll
+    return Propensity(best, "exploration", total, conf.RETRIEVAL_SCAN_MIN_PROPENSITY)
+
+
+def _evidence_sums(propensity: Propensity) -> dict[str, Any]:
+    """SQL sums of the estimator's terms over rollup rows (examinations, uses, and the raw counts)."""
+    weight = promotions_settings.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
+    p = Case(
+        *[When(rank=r, then=Value(propensity.at(r))) for r in range(1, retrieval_settings.RETRIEVAL_MAX_K + 1)],
+        default=Value(propensity.floor),
+        output_field=FloatField(),
+    )
+    return {
+        "examined": Sum(
+            p * (F("skipped") + F("clicked")) + Value(weight) * (F("helpful") + F("unhelpful") + F("unsupported")),
+            output_field=FloatField(),
+        ),
+        "used": Sum(F("clicked") + Value(weight) * F("helpful"), output_field=FloatField()),
+        "shown_total": Sum("shown"),
+        "positives": Sum(F("clicked") + F("helpful")),
+        "negatives": Sum(F("unhelpful") + F("unsupported")),
+        "skips": Sum("skipped"),
+        "first": Sum(Case(When(rank=1, explored=False, then="shown"), default=0, output_field=IntegerField())),
+        "natural": Sum(Case(When(explored=False, then="shown"), default=0, output_field=IntegerField())),
+    }
+
+
+@dataclass
+class Decision:
+    chunk_id: int
+    project_id: int | None
+    kind: str  # helpful (a boost), unhelpful (a penalty), stale, wrong_project
+    scope: str
+    multiplier: float
+    strength: float  # examinations behind it (which of a chunk's decisions wins)
+    figures: list[dict[str, Any]]
+    keys: list[str] = field(default_factory=list)
+
+
+def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decision]:
+    conf = promotions_settings
+    z, lift = conf.RETRIEVAL_SCAN_CONFIDENCE_Z, conf.RETRIEVAL_SCAN_MIN_LIFT
+    sums = _evidence_sums(propensity)
+    overall = TraceRollup.objects.aggregate(examined=sums["examined"], used=sums["used"])
+    global_rate = (overall["used"] or 0.0) / (overall["examined"] or 1.0)
+    groups: list[dict[str, Any]] = [
+        dict(row)
+        for row in TraceRollup.objects.values("chunk_id", "project_id", "terms")
+        .annotate(**sums)
+        .filter(**{"examined__gte": conf.RETRIEVAL_SCAN_MIN_EFFECTIVE})
+        .order_by()
+    ]
+    report.groups += len(groups)
+    keys = {(g["project_id"], g["terms"]) for g in groups}
+    baselines: dict[tuple[int | None, str], float] = {}
+    terms = sorted({t for _, t in keys})
+    for start in range(0, len(terms), 500):
+        for row in (
+            TraceRollup.objects.filter(terms__in=terms[start : start + 500])
+            .values("project_id", "terms")
+            .annotate(examined=sums["examined"], used=sums["used"])
+            .order_by()
+        ):
+            prior = conf.RETRIEVAL_SCAN_PRIOR
+            baselines[(row["project_id"], row["terms"])] = ((row["used"] or 0.0) + prior * global_rate) / (
+                (row["examined"] or 0.0) + prior
+            )
+    decisions = []
+    for g in groups:
+        baseline = baselines.get((g["project_id"], g["terms"]), global_rate)
+        if baseline <= 0:
+            continue
+        examined, used = g["examined"] or 0.0, g["used"] or 0.0
+        lower, upper = wilson(used, examined, z)
+        figures = {
+            "terms": g["terms"].split(),
+            "shown": g["shown_total"],
+            "positives": g["positives"],
+            "skips": g["skips"],
+            "negatives": g["negatives"],
+            "effective_examinations": round(examined, 3),
+            "weighted_uses": round(used, 3),
+            "relevance": round(min(1.0, used / examined), 4),
+            "lower": round(lower, 4),
+            "upper": round(upper, 4),
+            "baseline": round(baseline, 4),
+            "at_rank_1": round(g["first"] / g["natural"], 3) if g["natural"] else None,
+        }
+        weight = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
+        # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
+        on_balance = used > weight * (g["negatives"] or 0)
+        if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT:
+            if g["natural"] and g["first"] >= AT_TOP * g["natural"]:
+                report.already_first += 1
+                continue
+            # At least this much more relevant than the neighbourhood's average: the multiplier.
+            multiplier = max(MILDEST_BOOST, clamp_multiplier(lower / baseline))
+            kind = "helpful"
+        elif (
+            upper * lift <= baseline
+            and used <= examined / 2  # never penalise a result used at least as often as not
+            and (g["skips"] or 0) + (g["negatives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT
+        ):
+            multiplier = min(MILDEST_PENALTY, clamp_multiplier(upper / baseline))
+            kind = "unhelpful"
+        else:
+            continue
+        decisions.append(
+            Decision(g["chunk_id"], g["project_id"], kind, "query", multiplier, examined, [figures], keys=[g["terms"]])
+        )
+    return decisions
+
+
+def _problem_decisions(propensity: Propensity) -> list[Decision]:
+    """Stale content (everywhere) and wrong-project content (within the project): marks of that kind
+    that reach the support and outweigh the chunk's uses."""
+    conf = promotions_settings
+    support, z = conf.RETRIEVAL_SCAN_MIN_SUPPORT, conf.RETRIEVAL_SCAN_CONFIDENCE_Z
+    decisions = []
+    for kind, scope, by in (
+        ("stale", "global", ("chunk_id",)),
+        ("wrong_project", "project", ("chunk_id", "project_id")),
+    ):
+        for g in (
+            TraceRollup.objects.values(*by)
+            .annotate(marks=Sum(kind), positives=Sum(F("clicked") + F("helpful")), shown_total=Sum("shown"))
+            .filter(marks__gte=support)
+            .order_by()
+        ):
+            if scope == "project" and g["project_id"] is None:
+                continue
+            lower, _ = wilson(g["marks"], g["marks"] + (g["positives"] or 0), z)
+            if lower <= 0.5:
+                continue  # used about as often as marked: not stale / misplaced on balance
+            share = g["marks"] / (g["marks"] + (g["positives"] or 0))
+            multiplier = min(MILDEST_PENALTY, clamp_multiplier(1.0 - 0.5 * share))
+            figures = {
+                "marks": g["marks"],
+                "positives": g["positives"],
+                "shown": g["shown_total"],
+                "share_lower": round(lower, 4),
+            }
+            decisions.append(
+                Decision(g["chunk_id"], g.get("project_id"), kind, scope, multiplier, float(g["marks"]), [figures])
+            )
+    return decisions
+
+
+def _per_chunk(decisions: list[Decision]) -> list[Decision]:
+    """One decision per chunk: a problem mark's (stale, then wrong project) over a query-scoped one;
+    among a chunk's query-scoped decisions, those in the direction with more evidence, merged."""
+    order = {"stale": 0, "wrong_project": 1}
+    chosen: dict[int, Decision] = {}
+    query: dict[tuple[int, int | None], list[Decision]] = defaultdict(list)
+    for d in decisions:
+        if d.scope == "query":
+            query[(d.chunk_id, d.project_id)].append(d)
+        elif d.chunk_id not in chosen or order[d.kind] < order[chosen[d.chunk_id].kind]:
+            chosen[d.chunk_id] = d
+    merged: dict[int, Decision] = {}
+    for (chunk_id, project_id), found in query.items():
+        if chunk_id in chosen:
+            continue
+        by_kind: dict[str, list[Decision]] = defaultdict(list)
+        for d in found:
+            by_kind[d.kind].append(d)
+        kind, side = max(by_kind.items(), key=lambda item: sum(d.strength for d in item[1]))
+        strength = sum(d.strength for d in side)
+        log_multiplier = sum(d.strength * math.log(d.multiplier) for d in side) / strength
+        candidate = Decision(
+            chunk_id,
+            project_id,
+            kind,
+            "query",
+            math.exp(log_multiplier),
+            strength,
+            [f for d in side for f in d.figures],
+            keys=[k for d in side for k in d.keys],
+        )
+        if chunk_id not in merged or candidate.strength > merged[chunk_id].strength:
+            merged[chunk_id] = candidate
+    return [*chosen.values(), *merged.values()]
+
+
+def _anchors(decisions: list[Decision], expired_id: int) -> dict[int, list[tuple[str, list[str]]]]:
+    """For each query-scoped decision: up to RETRIEVAL_SCAN_MAX_ANCHORS distinct queries of its
+    neighbourhoods (newest first), as (trace id, content words)."""
+    limit = promotions_settings.RETRIEVAL_SCAN_MAX_ANCHORS
+    found: dict[int, list[tuple[str, list[str]]]] = {}
+    for d in decisions:
+        if d.scope != "query":
+            continue
+        wanted, seen, kept = set(d.keys), set(), []
+        rows = (
+            RetrievalFeedback.objects.filter(chunk_id=d.chunk_id, id__gt=expired_id)
+            .filter(**{"project_id": d.project_id})
+            .order_by("-id")
+            .values_list("trace_id", "query_text")[:2000]
+        )
+        for trace_id, text in rows:
+            normal = " ".join(text.lower().split())
+            if normal in seen:
+                continue
+            seen.add(normal)
+            terms = neighbourhood(text)
+            if terms in wanted:
+                kept.append((str(trace_id), terms.split()))
+                if len(kept) >= limit:
+                    break
+        found[d.chunk_id] = kept
+    return found
 
 
 def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
-    """Propose retrieval-weight candidates from repeated, grouped trace signals."""
+    """Refresh the trace rollups, then propose retrieval-weight candidates from position-debiased
+    evidence per chunk and query neighbourhood."""
     actor = actor or Actor.for_system()
     conf = promotions_settings
-    since = timezone.now() - timedelta(days=conf.RETRIEVAL_SCAN_DAYS)
-    support = conf.RETRIEVAL_SCAN_MIN_SUPPORT
-    # A result whose passage a re-import changed or removed (chunk NULL) is evidence about no chunk.
-    traces = RetrievalFeedback.objects.filter(created_at__gte=since, chunk__isnull=False)
-    totals = traces.aggregate(positives=Count("id", filter=POSITIVE), discount=Sum(_discount()))
-    per_discount = (totals["positives"] or 0) / (totals["discount"] or 1.0)
-
-    groups = (
-        traces.values("chunk_id", "document_id", "project_id")
-        .annotate(
-            shown=Count("id"),
-            positives=Count("id", filter=POSITIVE),
-            discount=Sum(_discount()),
-            **{problem: Count("id", filter=Q(outcome=problem)) for problem in PROBLEMS},
-        )
-        .filter(_any_at_least(("positives", *PROBLEMS), support))
-        .order_by()
-    )
     report = ScanReport()
-    proposals = []
-    for group in groups:
-        report.groups += 1
-        problems: dict[str, int] = {p: group[p] for p in PROBLEMS}  # type: ignore[literal-required]
-        if any(problems.values()):
-            kind, count = max(problems.items(), key=lambda item: item[1])
-            if count < support:
-                continue  # problem signals block a boost, but are too few to penalise
-            rate = count / (group["shown"] + conf.RETRIEVAL_SCAN_PRIOR)
-            multiplier = min(MILDEST_PENALTY, clamp_multiplier(1.0 - 0.5 * rate))
-            proposals.append((group, kind, multiplier, SCOPE_FOR_PROBLEM[kind], count))
-        elif group["positives"] >= support:
-            expected = per_discount * (group["discount"] or 0.0)
-            prior = conf.RETRIEVAL_SCAN_PRIOR
-            lift = (group["positives"] + prior) / (expected + prior)
-            if lift < conf.RETRIEVAL_SCAN_MIN_LIFT:
-                continue  # as often used as its rank predicts: nothing to learn
-            multiplier = max(MILDEST_BOOST, clamp_multiplier(1.0 + 0.5 * math.log2(lift)))
-            proposals.append((group, "helpful", multiplier, "query", group["positives"]))
+    refreshed = trace_rollups_refresh(days=conf.RETRIEVAL_SCAN_DAYS, settle_seconds=conf.RETRIEVAL_SCAN_SETTLE_SECONDS)
+    report.rollups = asdict(refreshed)
+    propensity = propensity_estimate()
+    report.propensity = propensity.describe()
+    thresholds = {
+        "min_effective_examinations": conf.RETRIEVAL_SCAN_MIN_EFFECTIVE,
+        "min_support": conf.RETRIEVAL_SCAN_MIN_SUPPORT,
+        "confidence_z": conf.RETRIEVAL_SCAN_CONFIDENCE_Z,
+        "min_lift": conf.RETRIEVAL_SCAN_MIN_LIFT,
+        "explicit_weight": conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT,
+        "min_propensity": conf.RETRIEVAL_SCAN_MIN_PROPENSITY,
+    }
+    decisions = _per_chunk([*_problem_decisions(propensity), *_query_decisions(propensity, report)])
 
     open_subjects = set(
         LearningPromotion.objects.filter(promotion_type="retrieval_weight", status__in=OPEN_STATUSES).values_list(
             "subject_id", flat=True
         )
     )
-    fresh = [proposal for proposal in proposals if str(proposal[0]["chunk_id"]) not in open_subjects]
-    report.skipped_open = len(proposals) - len(fresh)
-    neighbourhoods = _query_neighbourhoods(
-        traces, {(g["chunk_id"], g["project_id"]): kind for g, kind, _, scope, _ in fresh if scope == "query"}
-    )
-    projects = Project.objects.in_bulk({g["project_id"] for g, *_ in fresh if g["project_id"]})
+    fresh = [d for d in decisions if str(d.chunk_id) not in open_subjects]
+    report.skipped_open = len(decisions) - len(fresh)
+    state = TraceRollupState.objects.filter(pk=1).first()
+    anchors = _anchors(fresh, state.expired_id if state else 0)
+    documents = dict(Chunk.objects.filter(pk__in=[d.chunk_id for d in fresh]).values_list("pk", "document_id"))
+    projects = Project.objects.in_bulk({d.project_id for d in fresh if d.project_id})
     candidates = []
-    for group, kind, multiplier, scope, count in fresh:
-        subject = str(group["chunk_id"])
-        project = projects.get(group["project_id"]) if group["project_id"] else None
-        learning = {
-            "chunk": group["chunk_id"],
-            "document": group["document_id"],
-            "multiplier": round(multiplier, 4),
-            "scope": scope,
-            "project": project.slug if (project and scope == "project") else None,
-            "reason": kind,
-            "evidence": {"shown": group["shown"], "positives": group["positives"], "problems": count},
+    for d in fresh:
+        if d.chunk_id not in documents:
+            continue  # deleted since the rollups were read
+        project = projects.get(d.project_id) if d.project_id else None
+        learning: dict[str, Any] = {
+            "chunk": d.chunk_id,
+            "document": documents[d.chunk_id],
+            "multiplier": round(d.multiplier, 4),
+            "scope": d.scope,
+            "project": project.slug if (project and d.scope == "project") else None,
+            "reason": d.kind,
+            "evidence": {
+                "estimator": "uses / expected examinations (inverse propensity), Wilson bounds",
+                "propensity": report.propensity,
+                "thresholds": thresholds,
+                "shown": sum(f.get("shown") or 0 for f in d.figures),
+                "positives": sum(f.get("positives") or 0 for f in d.figures),
+                "problems": sum((f.get("negatives") or 0) + (f.get("marks") or 0) for f in d.figures),
+                "effective_examinations": round(d.strength, 3),
+                "neighbourhoods": d.figures[:20],
+            },
         }
-        if scope == "query":
-            anchors, min_similarity = neighbourhoods[(group["chunk_id"], group["project_id"])]
+        if d.scope == "query":
+            kept = anchors.get(d.chunk_id) or []
+            if not kept:
+                continue  # its queries were erased meanwhile: nothing to anchor the weight on
             learning.update(
                 {
-                    "anchor_traces": [str(trace) for trace, _ in anchors],
-                    "anchor_terms": [terms for _, terms in anchors],
-                    "min_similarity": min_similarity,
+                    "anchor_traces": [trace for trace, _ in kept],
+                    "anchor_terms": [terms for _, terms in kept],
+                    "min_similarity": conf.RETRIEVAL_SCAN_MIN_NEIGHBOURHOOD,
                 }
             )
         candidates.append(
             Proposal(
-                subject_id=subject,
+                subject_id=str(d.chunk_id),
                 proposed_learning=learning,
-                confidence=round(1 - 1 / (1 + count / support), 3),
-                risk_level="low" if kind in ("helpful", "stale") else "medium",
+                confidence=round(1 - 1 / (1 + d.strength / conf.RETRIEVAL_SCAN_MIN_EFFECTIVE), 3),
+                risk_level="low" if d.kind in ("helpful", "stale") else "medium",
                 project=project,
             )
         )
@@ -153,35 +421,3 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
         else:
             report.penalties += 1
     return report
-
-
-def _any_at_least(names: tuple[str, ...], support: int) -> Q:
-    condition = Q()
-    for name in names:
-        condition |= Q(**{f"{name}__gte": support})
-    return condition
-
-
-def _query_neighbourhoods(traces, wanted: dict[tuple[int, int | None], str]) -> dict:
-    """For each (chunk, project): up to RETRIEVAL_SCAN_MAX_ANCHORS distinct queries that carried its
-    signal (their trace ids and content words). The weight will apply to a query at least
-    RETRIEVAL_SCAN_MIN_NEIGHBOURHOOD similar to one of them that also shares most of its content words.
-    One query."""
-    max_anchors = promotions_settings.RETRIEVAL_SCAN_MAX_ANCHORS
-    min_similarity = promotions_settings.RETRIEVAL_SCAN_MIN_NEIGHBOURHOOD
-    by_kind: dict[str, set[int]] = {}
-    for (chunk_id, _), kind in wanted.items():
-        by_kind.setdefault(kind, set()).add(chunk_id)
-    carried = Q(pk__in=[])
-    for kind, chunk_ids in by_kind.items():
-        carried |= Q(chunk_id__in=chunk_ids) & (POSITIVE if kind == "helpful" else Q(outcome=kind))
-    rows = traces.filter(carried).order_by("created_at").values_list("chunk_id", "project_id", "trace_id", "query_text")
-    kept: dict[tuple[int, int | None], dict[str, Any]] = {key: {} for key in wanted}
-    for chunk_id, project_id, trace_id, text in rows.iterator(chunk_size=5000):
-        found = kept.get((chunk_id, project_id))
-        if found is not None and len(found) < max_anchors:
-            found.setdefault(" ".join(text.lower().split()), trace_id)
-    terms = {text: query_terms(text) for found in kept.values() for text in found}
-    return {
-        key: ([(trace, terms[text]) for text, trace in found.items()], min_similarity) for key, found in kept.items()
-    }

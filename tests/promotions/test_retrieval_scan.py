@@ -56,6 +56,14 @@ def ranks(world, query, k=4):
     return [hit.chunk.document_id for hit in search(actor=world.actor("admin"), query=query, k=k).hits]
 
 
+def only_the_boost(world):
+    """Reject the scan's other candidates (the top result all three users skipped is penalised: skips
+    are evidence), leaving the boost."""
+    for promotion in LearningPromotion.objects.filter(status="candidate").exclude(proposed_learning__reason="helpful"):
+        services.promotion_transition(actor=world.actor("admin"), promotion_id=str(promotion.pk), action="reject")
+    return LearningPromotion.objects.get(status="candidate")
+
+
 def approve_and_apply_all(world):
     admin = world.actor("admin")
     for promotion in LearningPromotion.objects.filter(status="candidate"):
@@ -69,8 +77,13 @@ def test_repeated_use_below_the_top_becomes_a_query_scoped_boost(world, corpus):
     lower = before[1]  # used every time although ranked second
     ask(world, query, mark=lower)
     report = retrieval_scan()
-    assert report.boosts == 1
-    promotion = LearningPromotion.objects.get(status="candidate")
+    # The boost, and (intentionally, since skips count) a penalty of the top result all three skipped.
+    assert (report.boosts, report.penalties) == (1, 1)
+    skipped = LearningPromotion.objects.get(proposed_learning__reason="unhelpful").proposed_learning
+    assert (skipped["chunk"], skipped["scope"]) == (corpus[before[0]].pk, "query")
+    assert skipped["evidence"]["neighbourhoods"][0]["positives"] == 0
+    assert skipped["evidence"]["neighbourhoods"][0]["skips"] == 3
+    promotion = only_the_boost(world)
     learning = promotion.proposed_learning
     assert (promotion.subject_id, learning["scope"], learning["reason"]) == (str(corpus[lower].pk), "query", "helpful")
     assert 1.0 < learning["multiplier"] <= 1.5
@@ -99,9 +112,22 @@ def test_repeatedly_stale_content_is_penalised_everywhere(world, corpus):
     assert (weight.scope, weight.status) == ("global", "active")
 
 
-def test_problem_signals_block_a_boost(world, corpus):
-    ask(world, "wind tunnel flutter experiments", mark="flutter-tests")
-    ask(world, "wind tunnel flutter experiments", mark="flutter-tests", outcome="unhelpful", times=1)
+def test_a_single_contrary_mark_does_not_block_a_boost(world, corpus):
+    # Was: any problem mark blocked the chunk's boost. Now a contrary mark is evidence like any other.
+    query = "wind tunnel flutter experiments"
+    lower = ranks(world, query)[1]
+    ask(world, query, mark=lower)
+    ask(world, query, mark=lower, outcome="unhelpful", times=1)
+    assert retrieval_scan().boosts == 1
+    evidence = LearningPromotion.objects.get(proposed_learning__reason="helpful").proposed_learning["evidence"]
+    assert (evidence["positives"], evidence["problems"]) == (3, 1)
+
+
+def test_as_many_contrary_marks_as_uses_make_no_boost(world, corpus):
+    query = "wind tunnel flutter experiments"
+    lower = ranks(world, query)[1]
+    ask(world, query, mark=lower)
+    ask(world, query, mark=lower, outcome="unhelpful", times=3)
     assert retrieval_scan().boosts == 0
 
 
@@ -146,13 +172,13 @@ def test_applying_after_the_evidence_queries_were_deleted_is_a_clear_conflict(wo
     query = "wind tunnel flutter experiments"
     ask(world, query, mark=ranks(world, query)[1])
     retrieval_scan()
-    promotion = LearningPromotion.objects.get()
+    promotion = only_the_boost(world)
     admin = world.actor("admin")
     services.promotion_transition(actor=admin, promotion_id=str(promotion.pk), action="approve")
     RetrievalQuery.objects.all().delete()  # trace retention removed the queries behind the anchors
     with pytest.raises(Conflict, match="no longer exist"):
         services.promotion_transition(actor=admin, promotion_id=str(promotion.pk), action="apply")
-    assert LearningPromotion.objects.get().status == "approved"
+    assert LearningPromotion.objects.get(pk=promotion.pk).status == "approved"
     assert not RetrievalWeight.objects.exists()
 
 
@@ -161,8 +187,8 @@ def test_paused_and_superseded_weights_are_ignored(world, corpus):
     lower = ranks(world, query)[1]
     ask(world, query, mark=lower)
     retrieval_scan()
+    promotion = only_the_boost(world)
     approve_and_apply_all(world)
-    promotion = LearningPromotion.objects.get()
     assert ranks(world, query)[0] == lower
     services.promotion_transition(actor=world.actor("admin"), promotion_id=str(promotion.pk), action="pause")
     assert ranks(world, query)[0] != lower
@@ -200,7 +226,10 @@ def test_scan_endpoint_queues_a_run_whose_report_is_the_scanners(world, corpus, 
     assert response.status_code == 202
     run = world.client("admin").get(f"/api/v1/promotions/scans/{response.json()['id']}").json()
     assert run["status"] == "succeeded"
-    assert run["report"] == {"retrieval": {"groups": 1, "boosts": 0, "penalties": 1, "skipped_open": 0}}
+    report = run["report"]["retrieval"]
+    assert (report["boosts"], report["penalties"], report["skipped_open"]) == (0, 1, 0)
+    assert report["propensity"]["source"] == "prior"  # no exploration here
+    assert report["rollups"]["new_rows"] == 12
     assert RetrievalFeedback.objects.filter(outcome="stale").count() == 3
 
 
@@ -210,7 +239,7 @@ def test_impact_preview_replays_the_queries_the_weight_touches(world, corpus):
     ask(world, query, mark=lower)
     search(actor=world.actor("other"), query="buckling of cylindrical shells", k=4)  # outside the neighbourhood
     retrieval_scan()
-    promotion = LearningPromotion.objects.get()
+    promotion = only_the_boost(world)
     response = world.client("admin").get(f"/api/v1/promotions/{promotion.pk}/preview")
     assert response.status_code == 200
     preview = response.json()
@@ -220,4 +249,4 @@ def test_impact_preview_replays_the_queries_the_weight_touches(world, corpus):
     assert (preview["summary"]["judged"], preview["summary"]["improved"]) == (3, 3)
     assert all(q["ndcg_after"] > q["ndcg_before"] for q in preview["queries"] if q["ndcg_before"] is not None)
     assert world.client("owner").get(f"/api/v1/promotions/{promotion.pk}/preview").status_code == 403
-    assert LearningPromotion.objects.get().status == "candidate"  # previewing changes nothing
+    assert LearningPromotion.objects.get(pk=promotion.pk).status == "candidate"  # previewing changes nothing

@@ -1,0 +1,336 @@
+"""Trace rollups: the retrieval scan's evidence, summed per chunk, query neighbourhood, project,
+displayed rank and exploration, and kept in step with the traces incrementally, so that a scan costs
+what changed since the last one rather than the whole window.
+
+Only searches that got feedback (a feedback call, even one that used nothing: the trace's
+``feedback_at``) are evidence, so only their results are counted. Each such result (a
+``RetrievalFeedback`` row) falls in one *category*: ``skipped`` (shown, not used, no outcome),
+``clicked`` (cited, used or referenced) or its explicit outcome. A result's category changes after it
+was counted when a mark changes, and a search's results start counting when its first feedback
+arrives.
+
+What was counted is always known, so it can be taken back exactly: every counted row has a
+``TraceRollupMark`` holding the category it was counted under.
+
+* new rows: those past the settled watermark without a mark row (ids are not committed in order, so
+  a late-committed smaller id is found by its absence; the watermark only moves past rows older than
+  the settling margin, which no search's transaction outlives);
+* feedback updates rows in place, bumps their ``updated_at`` and the search's ``feedback_at``: the
+  searches with either past the last refresh (less the settling margin) are re-counted, subtracting
+  what was counted before;
+* rows leaving the scan window, and rows erased (``trace_rollups_forget``, called before a deletion),
+  are subtracted the same way; a deleted chunk takes its rollups with it (cascade);
+* trace rows deleted any other way are noticed (the mark rows left must add up to the rollups) and
+  the rollups are rebuilt from the traces.
+
+The watermark row is locked while the rollups change: two scans, or a scan and an erasure, never
+count the same row twice. Counts are upserted (``INSERT ... ON CONFLICT DO UPDATE``: SQLite and
+PostgreSQL alike), so a refresh writes one row per rollup that changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.utils import timezone
+
+from retrieval.models import RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark, TraceRollupState
+from retrieval.scope import query_terms
+
+# The categories, in the order of the rollup's count columns (0: a search without feedback, not counted).
+NO_FEEDBACK, SKIPPED, CLICKED, HELPFUL, UNHELPFUL, UNSUPPORTED, STALE, WRONG_PROJECT = range(8)
+COUNTS = ("skipped", "clicked", "helpful", "unhelpful", "unsupported", "stale", "wrong_project")
+_OUTCOME_CATEGORY = {
+    "helpful": HELPFUL,
+    "unhelpful": UNHELPFUL,
+    "unsupported": UNSUPPORTED,
+    "stale": STALE,
+    "wrong_project": WRONG_PROJECT,
+}
+MARKED = Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True) | ~Q(outcome="unknown")
+# Texts whose keys fingerprint query_terms: when it changes (a better stemmer, a filler list), every
+# rollup is re-keyed by a rebuild.
+_PROBES = (
+    "What are the known experimental studies of flutter in swept wings?",
+    "papers on heat transfer to blunt bodies in hypersonic flows",
+    "Boundary-layer transition, work done on flat plates; effects of roughness",
+    "how do cylindrical shells buckle under axial compression loads",
+)
+BATCH = 2000
+logger = logging.getLogger(__name__)
+UPSERT_ROWS = 500  # 15 parameters a row: within SQLite's limit of 32,766 per statement
+
+
+@dataclass
+class RollupReport:
+    """What one refresh did (the scan report carries it)."""
+
+    rebuilt: bool = False
+    new_rows: int = 0
+    rechecked_rows: int = 0  # re-counted: their search got feedback, or they are within the settling margin
+    expired_rows: int = 0
+    rollups_written: int = 0
+
+
+def keying_fingerprint() -> str:
+    return hashlib.blake2b(repr([query_terms(text) for text in _PROBES]).encode(), digest_size=20).hexdigest()
+
+
+def neighbourhood(text: str) -> str:
+    """The rollup key of a query: its content words (``retrieval.scope.query_terms``), space-separated."""
+    return " ".join(query_terms(text))
+
+
+def _ident(chunk_id: int, project_id: int | None, terms: str, rank: int, explored: bool) -> str:
+    return hashlib.blake2b(
+        f"{chunk_id}|{project_id or ''}|{terms}|{rank}|{int(explored)}".encode(), digest_size=20
+    ).hexdigest()
+
+
+def _category() -> Case:
+    """A row's category now (see the module docstring), in SQL. Whether its search got feedback is
+    recorded on the trace (``feedback_at``; the migration that added it filled it in for searches
+    marked before): a join, not a look at the search's other rows."""
+    return Case(
+        When(trace__feedback_at__isnull=True, then=Value(NO_FEEDBACK)),
+        *[When(outcome=outcome, then=Value(category)) for outcome, category in _OUTCOME_CATEGORY.items()],
+        When(Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True), then=Value(CLICKED)),
+        default=Value(SKIPPED),
+        output_field=IntegerField(),
+    )
+
+
+def _with_category(rows: QuerySet) -> QuerySet:
+    return rows.annotate(category_now=_category())
+
+
+def _counted_category() -> Subquery:
+    """The category a row was counted under, if it has a mark row (else: no feedback, or not counted)."""
+    return Subquery(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")).values("category")[:1])
+
+
+class _Deltas:
+    """Count changes per rollup, summed in memory, then upserted."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list] = {}
+        self._terms: dict[str, str] = {}
+        self.negative = False
+
+    def add(self, grouped: Iterable[dict], *, category_field: str, sign: int) -> int:
+        total = 0
+        for group in grouped:
+            text = group["query_text"]
+            terms = self._terms.get(text)
+            if terms is None:
+                terms = self._terms[text] = neighbourhood(text)
+            key = (group["chunk_id"], group["project_id"], terms, group["rank"], group["explored"])
+            ident = _ident(*key)
+            row = self.rows.get(ident)
+            if row is None:
+                row = self.rows[ident] = [*key, 0, *([0] * len(COUNTS))]
+            n = sign * group["n"]
+            row[5] += n
+            row[5 + group[category_field]] += n
+            total += group["n"]
+        if sign < 0 and total:
+            self.negative = True
+        return total
+
+    def apply(self) -> int:
+        """Upsert the summed changes; rollups left with nothing shown are deleted."""
+        columns = ("ident", "chunk_id", "project_id", "terms", "rank", "explored", "shown", *COUNTS)
+        table = TraceRollup._meta.db_table
+        updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in ("shown", *COUNTS))
+        values = [(ident, *row) for ident, row in self.rows.items() if any(row[5:])]  # cancelled out: nothing
+        # Table and column names are this module's constants; the values are parameters. Many rows per
+        # statement: one round trip per UPSERT_ROWS rollups.
+        row_sql = f"({', '.join(['%s'] * len(columns))})"
+        with connection.cursor() as cursor:
+            for start in range(0, len(values), UPSERT_ROWS):
+                batch = values[start : start + UPSERT_ROWS]
+                cursor.execute(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_sql] * len(batch))} "  # noqa: S608
+                    f"ON CONFLICT (ident) DO UPDATE SET {updates}",
+                    [value for row in batch for value in row],
+                )
+        if self.negative:
+            touched = [v[0] for v in values]
+            for start in range(0, len(touched), BATCH):
+                TraceRollup.objects.filter(ident__in=touched[start : start + BATCH], shown__lte=0).delete()
+        return len(values)
+
+
+_GROUP = ("query_text", "chunk_id", "project_id", "rank", "explored")
+
+
+def _grouped(rows: QuerySet, category_field: str) -> Iterable[dict]:
+    return rows.values(*_GROUP, category_field).annotate(n=Count("id")).order_by().iterator(chunk_size=BATCH)
+
+
+def _counted(rows: QuerySet, state: TraceRollupState) -> QuerySet:
+    """The rows of ``rows`` the rollups count now, each with the category it was counted under."""
+    return (
+        rows.filter(id__gt=state.expired_id, chunk__isnull=False)
+        .annotate(counted_category=_counted_category())
+        .filter(counted_category__isnull=False)
+    )
+
+
+def _subtract(rows: QuerySet, state: TraceRollupState, deltas: _Deltas) -> int:
+    """Take back what ``rows`` contributed, and forget their mark rows."""
+    counted = _counted(rows, state)
+    n = deltas.add(_grouped(counted, "counted_category"), category_field="counted_category", sign=-1)
+    TraceRollupMark.objects.filter(feedback_id__in=rows.values("id")).delete()
+    return n
+
+
+def _count(rows: QuerySet, deltas: _Deltas) -> int:
+    """Add what ``rows`` contribute now (those of searches with feedback), and record how each was counted."""
+    # A result whose passage a re-import changed or removed (chunk NULL) is evidence about no chunk.
+    rows = _with_category(rows.filter(trace__feedback_at__isnull=False, chunk__isnull=False))
+    n = deltas.add(_grouped(rows, "category_now"), category_field="category_now", sign=1)
+    sql, params = rows.values_list("id", "category_now").query.sql_with_params()
+    with connection.cursor() as cursor:
+        table = TraceRollupMark._meta.db_table
+        cursor.execute(f"INSERT INTO {table} (feedback_id, category) SELECT * FROM ({sql}) AS counted", params)  # noqa: S608
+    return n
+
+
+def _in_step() -> bool:
+    """Every counted row has its mark row, and the rollups sum exactly those: after dropping the mark
+    rows of deleted trace rows, the marks left must add up to the rollups. A deleted chunk takes
+    its rollups and its trace rows together, so it stays in step; trace rows deleted on their own
+    (not through ``trace_rollups_forget``) do not."""
+    # Also the mark rows of results whose chunk a re-import removed: the chunk's rollups went with it.
+    TraceRollupMark.objects.exclude(
+        Exists(RetrievalFeedback.objects.filter(pk=OuterRef("feedback_id"), chunk__isnull=False))
+    ).delete()
+    shown = TraceRollup.objects.aggregate(total=Sum("shown"))["total"] or 0
+    return shown == TraceRollupMark.objects.count()
+
+
+def _locked_state() -> TraceRollupState:
+    state = TraceRollupState.objects.select_for_update().filter(pk=1).first()
+    if state is None:  # a database migrated before the row was seeded, or emptied by a test
+        TraceRollupState.objects.get_or_create(pk=1)
+        state = TraceRollupState.objects.select_for_update().get(pk=1)
+    return state
+
+
+def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = False) -> RollupReport:
+    """Bring the rollups up to date with the traces of the last ``days`` days: count new rows,
+    re-count searches marked since the last refresh, drop rows that left the window. ``rebuild``
+    (or a change of how queries are keyed) counts everything again from nothing."""
+    now = timezone.now()
+    report = RollupReport()
+    with transaction.atomic():
+        state = _locked_state()
+        fingerprint = keying_fingerprint()
+        if not rebuild and state.keying == fingerprint and not _in_step():
+            # Counted rows were deleted by a path that did not take them out (an ORM delete of
+            # traces outside erasure): the counts can no longer be corrected row by row.
+            logger.warning("trace rollups out of step with the traces: rebuilding them")
+            rebuild = True
+        if rebuild or state.keying != fingerprint:
+            TraceRollup.objects.all().delete()
+            TraceRollupMark.objects.all().delete()
+            state.settled_id = state.expired_id = 0
+            state.changed_since = None
+            state.keying = fingerprint
+            report.rebuilt = True
+        deltas = _Deltas()
+        # 1. Rows older than the window: ids grow with time, so the window starts at the first id in it.
+        first_in_window = (
+            RetrievalFeedback.objects.filter(id__gt=state.expired_id, created_at__gte=now - timedelta(days=days))
+            .order_by("id")
+            .values_list("id", flat=True)
+            .first()
+        )
+        if first_in_window is None:
+            first_in_window = (RetrievalFeedback.objects.order_by("-id").values_list("id", flat=True).first() or 0) + 1
+        if first_in_window - 1 > state.expired_id:
+            leaving = RetrievalFeedback.objects.filter(id__gt=state.expired_id, id__lt=first_in_window)
+            report.expired_rows = _subtract(leaving, state, deltas)
+            state.expired_id = first_in_window - 1
+            state.settled_id = max(state.settled_id, state.expired_id)
+        # 2. Searches that got feedback since the last refresh (or had a row marked): take back what
+        # their rows were counted as, count them as they are now.
+        if state.changed_since is not None:
+            since = state.changed_since - timedelta(seconds=settle_seconds)
+            touched = sorted(
+                {
+                    *RetrievalQuery.objects.filter(feedback_at__gte=since).values_list("pk", flat=True),
+                    *RetrievalFeedback.objects.filter(updated_at__gte=since, id__gt=state.expired_id).values_list(
+                        "trace_id", flat=True
+                    ),
+                }
+            )
+            for start in range(0, len(touched), BATCH // 10):
+                rows = RetrievalFeedback.objects.filter(
+                    trace_id__in=touched[start : start + BATCH // 10], id__gt=state.expired_id
+                )
+                _subtract(rows, state, deltas)
+                report.rechecked_rows += _count(rows, deltas)
+        # 3. Rows not counted yet: past the watermark, without a mark row.
+        fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(
+            Exists(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")))
+        )
+        report.new_rows = _count(fresh, deltas)
+        report.rollups_written = deltas.apply()
+        # 4. Settle: a row created before now - settle_seconds is committed by now (no search holds
+        # its transaction that long), so every id up to the newest such row has been counted.
+        settled = (
+            RetrievalFeedback.objects.filter(
+                id__gt=state.settled_id, created_at__lt=now - timedelta(seconds=settle_seconds)
+            )
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+        )
+        if settled is not None:
+            state.settled_id = settled
+        state.changed_since = now
+        state.save()
+    return report
+
+
+def trace_rollups_forget(*, rows: QuerySet) -> int:
+    """Take the given trace rows out of the rollups; call it in the transaction that deletes them
+    (erasure, retention), before the delete. Returns how many counted rows were taken out."""
+    with transaction.atomic():
+        state = _locked_state()
+        deltas = _Deltas()
+        n = _subtract(rows, state, deltas)
+        deltas.apply()
+    return n
+
+
+def trace_rollups_full(*, days: int, now: datetime | None = None) -> dict[str, list]:
+    """The rollups as a from-scratch count of the traces in the window would make them (by ident):
+    what the incremental refresh must equal. For tests and the consistency check; reads every row."""
+    state = TraceRollupState.objects.filter(pk=1).first()
+    rows = RetrievalFeedback.objects.filter(
+        id__gt=state.expired_id if state else 0, trace__feedback_at__isnull=False, chunk__isnull=False
+    )
+    deltas = _Deltas()
+    deltas.add(_grouped(_with_category(rows), "category_now"), category_field="category_now", sign=1)
+    return {ident: row for ident, row in deltas.rows.items() if any(row[5:])}

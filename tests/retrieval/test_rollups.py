@@ -1,0 +1,172 @@
+"""Trace rollups: the incremental refresh always equals a count from scratch, through marks, changed
+marks, new searches, erasure, deleted chunks, the window moving on and ids committed out of order."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core.embeddings import get_embedder
+from promotions.erasure import user_erase
+from retrieval.models import Document, RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark
+from retrieval.rollups import COUNTS, trace_rollups_full, trace_rollups_refresh
+from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
+
+DOCS = {
+    "flutter": "Flutter of aircraft wings: aeroelastic coupling of bending and torsion.",
+    "flutter-tests": "Wind tunnel tests of wing flutter with control surfaces.",
+    "buckling": "Buckling of thin cylindrical shells under axial compression.",
+    "heating": "Aerodynamic heating of blunt bodies in hypersonic flow.",
+}
+QUERIES = ["wind tunnel flutter experiments", "flutter experiments in a wind tunnel", "buckling of shells"]
+
+
+@pytest.fixture
+def corpus(world):
+    get_embedder()
+    documents_import(actor=world.actor("service"), items=[DocumentInput(id=k, raw_text=v) for k, v in DOCS.items()])
+
+
+def refresh(**kwargs):
+    return trace_rollups_refresh(days=90, settle_seconds=kwargs.pop("settle_seconds", 300), **kwargs)
+
+
+def stored() -> dict[str, list]:
+    return {
+        r.ident: [r.chunk_id, r.project_id, r.terms, r.rank, r.explored, r.shown, *(getattr(r, c) for c in COUNTS)]
+        for r in TraceRollup.objects.all()
+    }
+
+
+def assert_in_step():
+    assert stored() == trace_rollups_full(days=90)
+
+
+def searches(world, role, n=2):
+    return [search(actor=world.actor(role), query=QUERIES[i % len(QUERIES)], k=4) for i in range(n)]
+
+
+def mark(world, role, result, position, **fields):
+    chunk_id = result.hits[position].chunk.chunk_id
+    retrieval_feedback_record(
+        actor=world.actor(role), trace_id=result.trace_id, items=[ResultFeedback(chunk_id=chunk_id, **fields)]
+    )
+
+
+def test_incremental_equals_full_through_marks_new_searches_and_changed_marks(world, corpus):
+    first = searches(world, "owner", 3) + searches(world, "other", 3)
+    report = refresh()
+    assert report.new_rows == 0  # no feedback yet: no evidence
+    assert not TraceRollup.objects.exists()
+    assert_in_step()
+
+    mark(world, "owner", first[0], 1, cited=True, used_in_answer=True)  # the rest of that search: skipped
+    mark(world, "other", first[3], 0, outcome="helpful")
+    retrieval_feedback_record(actor=world.actor("owner"), trace_id=first[1].trace_id, items=[])  # nothing used
+    later = searches(world, "member", 2)
+    report = refresh()
+    assert (report.rechecked_rows, report.new_rows) == (12, 0)  # the new searches got no feedback
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 12
+    assert sum(r.skipped for r in TraceRollup.objects.all()) == 3 + 3 + 4
+
+    mark(world, "other", first[3], 0, outcome="unhelpful")  # a mark changed
+    mark(world, "member", later[0], 2, outcome="stale")
+    retrieval_feedback_record(actor=world.actor("owner"), trace_id=first[2].trace_id, items=[], answer_rating="down")
+    refresh()
+    assert_in_step()
+    assert sum(r.unhelpful for r in TraceRollup.objects.all()) == 1
+    assert sum(r.helpful for r in TraceRollup.objects.all()) == 0
+
+    before = stored()
+    assert refresh().rollups_written == 0  # nothing changed: nothing written, nothing counted twice
+    assert stored() == before
+    refresh(rebuild=True)
+    assert stored() == before
+
+
+def test_erasure_and_deleted_chunks_leave_the_rollups_in_step(world, corpus):
+    owned = searches(world, "owner", 3)
+    others = searches(world, "other", 2)
+    mark(world, "owner", owned[0], 1, cited=True)
+    mark(world, "other", others[0], 0, cited=True)
+    mark(world, "other", others[1], 0, outcome="helpful")
+    refresh()
+    user_erase(actor=world.actor("admin"), user=world.owner)
+    assert not RetrievalFeedback.objects.filter(trace_id__in=[r.trace_id for r in owned]).exists()
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8  # the other user's two searches
+    assert (sum(r.clicked for r in TraceRollup.objects.all()), sum(r.helpful for r in TraceRollup.objects.all())) == (
+        1,
+        1,
+    )
+
+    Document.objects.filter(pk="buckling").delete()  # its chunk, traces and rollups go together
+    assert_in_step()
+    refresh()
+    assert_in_step()
+
+
+def test_rows_leaving_the_window_are_taken_back(world, corpus):
+    old = searches(world, "owner", 2)
+    mark(world, "owner", old[0], 0, cited=True)
+    mark(world, "owner", old[1], 0, cited=True)
+    later = searches(world, "other", 2)
+    mark(world, "other", later[0], 0, cited=True)
+    mark(world, "other", later[1], 1, cited=True)
+    refresh()
+    # The first searches are now 100 days old (ids grow with time: they are the lowest).
+    RetrievalFeedback.objects.filter(trace_id__in=[r.trace_id for r in old]).update(
+        created_at=timezone.now() - timedelta(days=100)
+    )
+    report = refresh()
+    assert report.expired_rows == 8
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8
+
+
+def test_a_row_committed_after_a_larger_id_was_counted_is_still_counted(world, corpus):
+    vector = get_embedder().embed_one(QUERIES[0])
+    result = searches(world, "owner", 1)[0]
+    top = max(RetrievalFeedback.objects.values_list("id", flat=True))
+    now = timezone.now()
+    trace = RetrievalQuery.objects.create(
+        user=world.owner, query_text=QUERIES[0], embedding=vector, k=4, feedback_at=now
+    )
+    hit = result.hits[0]
+    late = {"trace": trace, "query_text": QUERIES[0], "document_id": hit.chunk.document_id, "rank": 1, "score": 0.5}
+    RetrievalFeedback.objects.create(id=top + 100, chunk=hit.chunk, **late)
+    refresh()
+    # A search whose row got a smaller id commits only now.
+    other = RetrievalQuery.objects.create(
+        user=world.owner, query_text=QUERIES[0], embedding=vector, k=4, feedback_at=now
+    )
+    RetrievalFeedback.objects.create(id=top + 50, chunk=hit.chunk, **{**late, "trace": other})
+    refresh()
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 2
+
+
+def test_only_searches_with_feedback_are_counted_and_recorded(world, corpus):
+    results = searches(world, "owner", 3)
+    refresh(settle_seconds=0)
+    assert not TraceRollupMark.objects.exists()
+    retrieval_feedback_record(actor=world.actor("owner"), trace_id=results[0].trace_id, items=[])  # none used
+    refresh(settle_seconds=0)
+    assert TraceRollupMark.objects.count() == 4  # each counted result, with its category
+    assert sum(r.skipped for r in TraceRollup.objects.all()) == 4
+    assert_in_step()
+
+
+def test_traces_deleted_outside_erasure_are_noticed_and_the_rollups_rebuilt(world, corpus):
+    results = searches(world, "owner", 3)
+    for result in results:
+        mark(world, "owner", result, 0, cited=True)
+    refresh()
+    RetrievalQuery.objects.filter(pk=results[0].trace_id).delete()  # not through trace_rollups_forget
+    assert refresh().rebuilt
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8
+    assert not refresh().rebuilt
