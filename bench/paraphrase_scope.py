@@ -47,6 +47,7 @@ django.setup()
 import numpy as np  # noqa: E402
 from lemminflect import getAllInflections, getAllLemmas  # noqa: E402
 from paraphrase_handwritten import REASKINGS  # noqa: E402
+from retrieval_learning import parse_smart  # noqa: E402  (one reader of the SMART files, shared with the retrieval bench)
 
 from core.embeddings import get_embedder  # noqa: E402
 from core.text import content_words, stem  # noqa: E402
@@ -58,22 +59,6 @@ def data_dir() -> Path:
         if (candidate / "data" / "cranfield" / "cran.qry").exists():
             return candidate / "data" / "cranfield"
     raise SystemExit("../shared/data/cranfield not found")
-
-
-def parse_smart(path: Path) -> dict[str, dict[str, str]]:
-    records: dict[str, dict[str, str]] = {}
-    current, field = None, None
-    for line in path.read_text().splitlines():
-        match = re.match(r"^\.([ITABW])\s*(.*)$", line)
-        if match and match.group(1) == "I":
-            current, field = str(int(match.group(2))), None
-            records[current] = {}
-        elif match:
-            field = match.group(1)
-            records[current].setdefault(field, "")
-        elif current is not None and field is not None:
-            records[current][field] += line + "\n"
-    return records
 
 
 def load() -> tuple[list[str], dict[int, set[str]]]:
