@@ -26,6 +26,7 @@ from feedback.services.events import EventInput
 from retrieval import exploration
 from retrieval.chunking import chunk_text
 from retrieval.conf import retrieval_settings
+from retrieval.hooks import documents_changed_notify
 from retrieval.index import bump_generation
 from retrieval.models import (
     OUTCOMES,
@@ -222,6 +223,7 @@ def _documents_store(
     removed: list[tuple[StoredPassage, Document]] = []
     moves: dict[int, int] = {}
     inserts: list[Chunk] = []
+    stored_ids: list[str] = []
     for item, content_hash, passages in sorted(changed, key=lambda change: change[0].id):
         current = Document.objects.select_for_update().filter(pk=item.id).values_list("content_hash", flat=True)
         if current.first() == content_hash:
@@ -245,6 +247,7 @@ def _documents_store(
         )
         report.created += created
         report.updated += not created
+        stored_ids.append(document.pk)
         stored = [
             StoredPassage(*row)
             for row in Chunk.objects.filter(document=document).values_list("pk", "position", "content_hash", "chunk_id")
@@ -293,6 +296,8 @@ def _documents_store(
         Chunk.objects.bulk_create(inserts, batch_size=_BATCH // 4)
     if removed or inserts:
         bump_generation()  # the set of vectors changed (a kept chunk that only moved keeps its vector)
+    # Attribution and compilation of what changed start in this same transaction (retrieval.hooks).
+    documents_changed_notify(document_ids=stored_ids)
 
 
 def _weights_orphan(*, removed: list[tuple[StoredPassage, Document]]) -> int:

@@ -13,10 +13,29 @@ from dataclasses import asdict
 
 import factory
 import numpy as np
+from django.utils import timezone
 
 from accounts.models import ApiKey, Project, ProjectMembership, User
 from accounts.selectors import api_key_digest
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
+from intelligence.models import (
+    AttributionRule,
+    CardType,
+    DocumentAttributionCandidate,
+    InsightCard,
+    InsightCardEvidence,
+    InsightCardTarget,
+    IntelligencePacket,
+    IntelligencePacketCard,
+    IntelligenceReview,
+    IntelligenceTarget,
+    PacketRefreshJob,
+    PacketRule,
+    ReviewKind,
+    SourceIntelligenceJob,
+    SourceSignalCandidate,
+    TargetKind,
+)
 from learning.models import (
     AgentLearning,
     ChatMessage,
@@ -363,3 +382,149 @@ class CommandDecisionFactory(factory.django.DjangoModelFactory):
             signal=Signal.ACCEPTED,
         )
     )
+
+
+# --- intelligence -------------------------------------------------------------------------------
+
+
+class IntelligenceTargetFactory(factory.django.DjangoModelFactory):
+    """A project's root target (use ``kind`` and ``slug`` for a named scope inside it)."""
+
+    class Meta:
+        model = IntelligenceTarget
+        django_get_or_create = ("project", "slug")
+
+    project = factory.SubFactory(ProjectFactory)
+    kind = TargetKind.PROJECT
+    slug = factory.LazyAttribute(
+        lambda t: t.project.slug if t.kind == TargetKind.PROJECT else f"scope-{t.project.slug}"
+    )
+    name = factory.LazyAttribute(lambda t: t.slug.replace("-", " ").title())
+
+
+class InsightCardFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = InsightCard
+
+    target = factory.SubFactory(IntelligenceTargetFactory)
+    project = factory.SelfAttribute("target.project")
+    card_type = CardType.RISK
+    title = factory.Sequence(lambda n: f"Crane permit may slip, case {n}")
+    fingerprint = factory.LazyAttribute(lambda c: sha256(c.title))
+    confidence = 0.7
+    last_evidence_at = factory.LazyFunction(timezone.now)
+    first_evidence_at = factory.SelfAttribute("last_evidence_at")
+    evidence_count = 1
+
+
+class InsightCardEvidenceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = InsightCardEvidence
+
+    card = factory.SubFactory(InsightCardFactory)
+    document = factory.SubFactory(DocumentFactory, project=factory.SelfAttribute("..card.project"))
+    document_ref = factory.SelfAttribute("document.id")
+    source_system = "email"
+    excerpt = factory.Sequence(lambda n: f"The crane permit is still pending with the city (note {n}).")
+    excerpt_hash = factory.LazyAttribute(lambda e: sha256(e.excerpt))
+    observed_at = factory.LazyFunction(timezone.now)
+
+
+class InsightCardTargetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = InsightCardTarget
+
+    card = factory.SubFactory(InsightCardFactory)
+    target = factory.SubFactory(
+        IntelligenceTargetFactory, project=factory.SelfAttribute("..card.project"), kind=TargetKind.BUILDING
+    )
+
+
+class IntelligencePacketFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = IntelligencePacket
+
+    target = factory.SubFactory(IntelligenceTargetFactory)
+    version = factory.Sequence(lambda n: n + 1)
+    current = False
+
+
+class IntelligencePacketCardFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = IntelligencePacketCard
+
+    packet = factory.SubFactory(IntelligencePacketFactory)
+    card = factory.SubFactory(InsightCardFactory, target=factory.SelfAttribute("..packet.target"))
+    section = "risks"
+    position = factory.Sequence(lambda n: n)
+
+
+class IntelligenceReviewFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = IntelligenceReview
+
+    card = factory.SubFactory(InsightCardFactory)
+    project = factory.SelfAttribute("card.project")
+    kind = ReviewKind.WRONG
+    status = "rejected"  # decided: any number of these may exist per card and kind
+
+
+class DocumentAttributionCandidateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = DocumentAttributionCandidate
+
+    document = factory.SubFactory(DocumentFactory)
+    target = factory.SubFactory(IntelligenceTargetFactory)
+    score = 0.6
+    evidence = factory.LazyFunction(lambda: [{"kind": "alias", "value": "harbour tower", "weight": 0.6}])
+
+
+class SourceIntelligenceJobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = SourceIntelligenceJob
+
+    kind = "attribution"
+    status = "succeeded"
+    document = factory.SubFactory(DocumentFactory)
+    document_ref = factory.SelfAttribute("document.id")
+    content_hash = factory.SelfAttribute("document.content_hash")
+
+
+class SourceSignalCandidateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = SourceSignalCandidate
+
+    document = factory.SubFactory(DocumentFactory)
+    signal_type = CardType.DECISION
+    statement = factory.Sequence(lambda n: f"We decided to use precast stairs (case {n}).")
+    excerpt = factory.SelfAttribute("statement")
+    fingerprint = factory.LazyAttribute(lambda s: sha256(s.statement))
+
+
+class PacketRefreshJobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PacketRefreshJob
+
+    target = factory.SubFactory(IntelligenceTargetFactory)
+    status = "succeeded"
+    reasons = factory.LazyFunction(lambda: ["import"])
+
+
+class AttributionRuleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = AttributionRule
+
+    target = factory.SubFactory(IntelligenceTargetFactory)
+    match_kind = "alias"
+    pattern = factory.Sequence(lambda n: f"harbour tower {n}")
+    promotion_id = factory.LazyFunction(_promotion_id)
+
+
+class PacketRuleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PacketRule
+
+    rule_type = "section_order"
+    parameters = factory.LazyFunction(lambda: {"first": ["financial"]})
+    description = "Financial exposure before schedule commentary."
+    promotion_id = factory.LazyFunction(_promotion_id)

@@ -19,7 +19,7 @@ FACTORIES = [
     and issubclass(value, factories.factory.django.DjangoModelFactory)
     and value is not factories.factory.django.DjangoModelFactory
 ]
-OUR_APPS = ("accounts", "feedback", "learning", "retrieval", "promotions")
+OUR_APPS = ("accounts", "feedback", "learning", "retrieval", "intelligence", "promotions")
 # Rows only the code writes (bookkeeping, not data a test sets up).
 # Derived bookkeeping written only by its services (the vector index generation, the scan's trace rollups).
 NO_FACTORY = {

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "feedback",
     "learning",
     "retrieval",
+    "intelligence",
     "promotions",
 ]
 
@@ -217,6 +218,7 @@ CELERY_BEAT_SCHEDULE = {
     "retrieval-scan": {"task": "promotions.retrieval_scan", "schedule": 3600.0},
     "agent-learning-scan": {"task": "promotions.agent_learning_scan", "schedule": 3600.0},
     "task-example-scan": {"task": "promotions.task_example_scan", "schedule": 6 * 3600.0},
+    "intelligence-jobs-sweep": {"task": "intelligence.jobs_sweep", "schedule": 120.0},
 }
 
 # Retrieval.

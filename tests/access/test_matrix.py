@@ -21,7 +21,7 @@ from tests.access.matrix import BLIND, OPERATIONS, SEES, Op
 
 API = "/api/v1/"
 PDB = "/api/pdb/v1/reggie/"
-OUR_APPS = ("accounts", "feedback", "learning", "retrieval", "promotions")
+OUR_APPS = ("accounts", "feedback", "learning", "retrieval", "intelligence", "promotions")
 # Written by authentication itself on every call (when a key was last used), refused or not.
 BOOKKEEPING = {"accounts.ApiKey": {"last_used_at"}}
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
