@@ -98,8 +98,8 @@ def source_job_run(*, job_id: str) -> bool:
     job = _claim(job_id)
     if job is None:
         return False
-    handler: Callable[[SourceIntelligenceJob], dict[str, Any]] = import_string(HANDLERS[job.kind])
     try:
+        handler: Callable[[SourceIntelligenceJob], dict[str, Any]] = import_string(HANDLERS[job.kind])
         result = handler(job)
     except JobRetry as exc:
         again = job.attempts < intelligence_settings.INTELLIGENCE_JOB_MAX_ATTEMPTS
