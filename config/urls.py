@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.handlers import api_route_not_found
 from config.health import healthz
+from intelligence import views as intelligence_views
 from learning import views as learning_views
 from promotions import views as promotion_views
 
@@ -19,6 +20,7 @@ api_v1 = [
     path("", include("learning.urls")),
     path("promotions/", include("promotions.urls")),
     path("retrieval/", include("retrieval.urls")),
+    path("intelligence/", include("intelligence.urls")),
 ]
 
 urlpatterns = [
@@ -33,6 +35,23 @@ urlpatterns = [
     path("console/promotions/<uuid:promotion_id>/", promotion_views.promotion_detail, name="console-promotion"),
     path(
         "console/promotions/<uuid:promotion_id>/<str:action>", promotion_views.promotion_action, name="console-action"
+    ),
+    # --- project intelligence: the packet/card loop and the card-review queue ---
+    path(
+        "projects/<slug:project_slug>/intelligence/",
+        intelligence_views.project_intelligence,
+        name="project-intelligence",
+    ),
+    path(
+        "projects/<slug:project_slug>/intelligence/documents/<path:document_id>",
+        intelligence_views.project_document,
+        name="intelligence-document",
+    ),
+    path("console/intelligence/reviews/", intelligence_views.review_queue, name="console-intelligence-reviews"),
+    path(
+        "console/intelligence/reviews/<uuid:review_id>/<str:decision>",
+        intelligence_views.review_action,
+        name="console-intelligence-review-action",
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),

@@ -4,11 +4,25 @@ its projects only)."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from accounts.actors import Actor
+from accounts.models import Project
 from accounts.selectors import project_list
-from intelligence.models import InsightCard, IntelligencePacket, IntelligenceTarget
+from intelligence.models import (
+    InsightCard,
+    InsightCardEvidence,
+    IntelligencePacket,
+    IntelligencePacketCard,
+    IntelligenceReview,
+    IntelligenceTarget,
+    TargetKind,
+)
+from retrieval.models import Document
 
 
 def targets_visible(*, actor: Actor) -> QuerySet[IntelligenceTarget]:
@@ -26,3 +40,136 @@ def packet_current(*, actor: Actor, target: IntelligenceTarget) -> IntelligenceP
     if not project_list(actor=actor).filter(pk=target.project_id).exists():
         return None
     return IntelligencePacket.objects.filter(target=target, current=True).first()
+
+
+# --- the packet/card loop: packets by section, cards with evidence, the review queue -----------
+
+
+@dataclass(frozen=True)
+class PacketEntryView:
+    card: InsightCard
+    why: str
+    evidence_total: int
+
+
+@dataclass(frozen=True)
+class PacketSectionView:
+    key: str
+    title: str
+    entries: list[PacketEntryView]
+
+
+@dataclass(frozen=True)
+class PacketView:
+    """A target's current packet as readers see it (``packet`` None: never built yet)."""
+
+    target: IntelligenceTarget
+    packet: IntelligencePacket | None
+    sections: list[PacketSectionView]
+    coverage: dict[str, list[Any]]
+
+
+COVERAGE_KEYS = ("fed", "stale", "missing")
+
+
+def project_readable(*, actor: Actor, slug: str) -> Project | None:
+    """The project named ``slug`` if the actor may read it (None otherwise: no leak of existence)."""
+    return project_list(actor=actor).filter(slug=slug).first()
+
+
+def target_readable(*, actor: Actor, project_slug: str, target_slug: str | None = None) -> IntelligenceTarget | None:
+    """A target of a project the actor may read: ``target_slug``, or the project's root target."""
+    project = project_readable(actor=actor, slug=project_slug)
+    if project is None:
+        return None
+    targets = IntelligenceTarget.objects.filter(project=project).select_related("project")
+    if target_slug:
+        return targets.filter(slug=target_slug).first()
+    return targets.filter(kind=TargetKind.PROJECT).first()
+
+
+def targets_of_project(*, project: Project) -> QuerySet[IntelligenceTarget]:
+    """A project's targets (the page's target picker)."""
+    return IntelligenceTarget.objects.filter(project=project, active=True).order_by("kind", "slug")
+
+
+def packet_view(*, target: IntelligenceTarget) -> PacketView:
+    """The target's current packet, its cards in section order with why each is there (two queries:
+    the packet, and its entries with their cards and evidence counts). The caller checked access."""
+    packet = IntelligencePacket.objects.filter(target=target, current=True).first()
+    if packet is None:
+        return PacketView(target=target, packet=None, sections=[], coverage={key: [] for key in COVERAGE_KEYS})
+    entries = (
+        IntelligencePacketCard.objects.filter(packet=packet)
+        .select_related("card", "card__target")
+        .annotate(
+            evidence_total=Coalesce(
+                Subquery(
+                    InsightCardEvidence.objects.filter(card=OuterRef("card"))
+                    .values("card")
+                    .annotate(n=Count("pk"))
+                    .values("n")[:1]
+                ),
+                0,
+            )
+        )
+        .order_by("position")
+    )
+    by_section: dict[str, list[PacketEntryView]] = {}
+    for entry in entries:
+        by_section.setdefault(entry.section, []).append(
+            PacketEntryView(card=entry.card, why=entry.why, evidence_total=entry.evidence_total)
+        )
+    sections = [
+        PacketSectionView(
+            key=section["key"], title=section.get("title", section["key"]), entries=by_section[section["key"]]
+        )
+        for section in packet.sections
+        if section.get("key") in by_section
+    ]
+    coverage = packet.source_coverage if isinstance(packet.source_coverage, dict) else {}
+    return PacketView(
+        target=target,
+        packet=packet,
+        sections=sections,
+        coverage={key: list(coverage.get(key) or []) for key in COVERAGE_KEYS},
+    )
+
+
+def card_get(*, actor: Actor, card_id: str) -> InsightCard | None:
+    """A card of a project the actor may read, with its evidence and their documents."""
+    return (
+        cards_visible(actor=actor)
+        .select_related("project", "target")
+        .prefetch_related(
+            Prefetch(
+                "evidence",
+                queryset=InsightCardEvidence.objects.select_related("document").order_by("-observed_at", "pk"),
+            )
+        )
+        .filter(pk=card_id)
+        .first()
+    )
+
+
+def document_of_project(*, project: Project, document_id: str) -> Document | None:
+    """A document that backs evidence of a card in ``project`` (what a packet's source link opens)."""
+    backing = InsightCardEvidence.objects.filter(card__project=project, document_id=document_id)
+    return Document.objects.filter(pk=document_id).filter(Exists(backing)).first()
+
+
+def reviews_list(*, actor: Actor) -> QuerySet[IntelligenceReview]:
+    """Card reviews (staff admins only: anyone else sees none), with their cards and evidence, so a
+    page of them costs a fixed number of queries."""
+    if not actor.is_admin:
+        return IntelligenceReview.objects.none()
+    return IntelligenceReview.objects.select_related(
+        "card", "card__target", "project", "requested_by", "reviewer"
+    ).prefetch_related(
+        Prefetch("card__evidence", queryset=InsightCardEvidence.objects.select_related("document").order_by("pk"))
+    )
+
+
+def review_get(*, actor: Actor, review_id: str) -> IntelligenceReview | None:
+    """One card review, for staff admins."""
+    return reviews_list(actor=actor).filter(pk=review_id).first()

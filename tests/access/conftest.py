@@ -28,6 +28,7 @@ from tests.factories import (
     TastePatternFactory,
     UserFactory,
 )
+from tests.intelligence.loop_world import loop_access_ids
 from tests.learning.conftest import command_run
 
 # Who calls: "acting" is the service key naming the owner with X-On-Behalf-Of.
@@ -91,5 +92,6 @@ def access_world(world: World) -> AccessWorld:
         "paused": _promotion(world, PromotionStatus.PAUSED),
         "scan": ScanRunFactory(requested_by=world.admin).pk,
         "run": command_run(world.client("owner"), output="Hi team, the report is attached.")["run_id"],
+        **loop_access_ids(project),
     }
     return AccessWorld(world=world, ids={name: str(value) for name, value in ids.items()})

@@ -229,4 +229,20 @@ OPERATIONS: list[Op] = [
         everyone(200, other=404, member=404),
         body={"trace_id": "{trace}", "results": [{"chunk_id": "{chunk}", "cited": True}]},
     ),
+    # --- intelligence: the packet/card loop (project members; ids of others' projects do not leak) --
+    Op("GET", "intelligence/projects/{project}/packet", everyone(200, other=404)),
+    Op("GET", "intelligence/projects/{project}/packet", everyone(404), body={"target": "nowhere"}, label="no target"),
+    Op("GET", "intelligence/cards/{card}", everyone(200, other=404)),
+    Op(
+        "POST",
+        "intelligence/cards/{card}/feedback",
+        everyone(201, other=404),
+        body={"signal": "wrong_target", "target": "north-wing", "note": "This is the north wing's crane."},
+    ),
+    Op("POST", "intelligence/cards/{card}/edit", everyone(201, other=404), body={"title": "Crane permit pending"}),
+    Op("POST", "intelligence/cards/{card}/merge", everyone(201, other=404), body={"into": "{merge_card}"}),
+    # --- intelligence: the card-review queue (staff admins) -----------------------------------------
+    Op("GET", "intelligence/reviews", staff_only(SEES), sees=Sees("results", "card_review")),
+    Op("POST", "intelligence/reviews/{card_review}/approve", staff_only(200), body={"notes": "It shipped."}),
+    Op("POST", "intelligence/reviews/{card_review}/reject", staff_only(200)),
 ]

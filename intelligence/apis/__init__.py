@@ -1,0 +1,1 @@
+"""Project intelligence's HTTP API, by sub-domain."""

@@ -1,0 +1,125 @@
+"""The card-review queue (staff admins): open reviews with their cards and evidence; approve or reject."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+from config.api import (
+    NewestFirstCursorPagination,
+    StrictCharField,
+    StrictInputSerializer,
+    filterset_parameters,
+    paginated_list,
+)
+from config.exceptions import AccessDenied
+from intelligence import selectors
+from intelligence.apis.cards import EvidenceOutputSerializer
+from intelligence.models import IntelligenceReview, ReviewKind, ReviewStatus
+from intelligence.services.reviews import review_decide
+
+
+class ReviewFilter(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(choices=ReviewStatus.choices)
+    kind = django_filters.ChoiceFilter(choices=ReviewKind.choices)
+    project = django_filters.CharFilter(field_name="project__slug")
+
+    class Meta:
+        model = IntelligenceReview
+        fields = ["status", "kind", "project"]
+
+
+class ReviewCardOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    target = serializers.CharField(source="target.slug")
+    card_type = serializers.CharField()
+    status = serializers.CharField()
+    title = serializers.CharField()
+    summary = serializers.CharField()
+    confidence = serializers.FloatField()
+    evidence = serializers.SerializerMethodField()
+
+    @extend_schema_field(EvidenceOutputSerializer(many=True))
+    def get_evidence(self, card) -> Any:
+        return EvidenceOutputSerializer(
+            card.evidence.all(), many=True, context={"project_slug": self.context["project_slugs"][card.project_id]}
+        ).data
+
+
+class ReviewOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    project = serializers.CharField(source="project.slug")
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    proposed = serializers.JSONField()
+    reason = serializers.CharField()
+    reports = serializers.IntegerField()
+    requested_by = serializers.CharField(source="requested_by.username", allow_null=True, default=None)
+    reviewer = serializers.CharField(source="reviewer.username", allow_null=True, default=None)
+    decision_notes = serializers.CharField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    card = serializers.SerializerMethodField()
+
+    @extend_schema_field(ReviewCardOutputSerializer)
+    def get_card(self, review: IntelligenceReview) -> dict:
+        return ReviewCardOutputSerializer(
+            review.card, context={"project_slugs": {review.project_id: review.project.slug}}
+        ).data
+
+
+def staff_actor(request: Request) -> Actor:
+    """The request's actor, who must be a staff admin (card reviews are theirs)."""
+    actor = Actor.from_request(request)
+    if not actor.is_admin:
+        raise AccessDenied("Only staff admins review cards.")
+    return actor
+
+
+class ReviewListApi(APIView):
+    pagination_class = NewestFirstCursorPagination
+
+    @extend_schema(
+        parameters=filterset_parameters(ReviewFilter),
+        responses=ReviewOutputSerializer(many=True),
+        summary="Card reviews with their cards and evidence, newest first (staff admins)",
+    )
+    def get(self, request: Request) -> Response:
+        return paginated_list(
+            request=request,
+            view=self,
+            queryset=selectors.reviews_list(actor=staff_actor(request)),
+            filterset_class=ReviewFilter,
+            output_serializer=ReviewOutputSerializer,
+        )
+
+
+class DecisionInputSerializer(StrictInputSerializer):
+    notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
+
+
+class ReviewDecisionApi(APIView):
+    """approve | reject."""
+
+    decision = ""
+
+    @extend_schema(request=DecisionInputSerializer, responses=ReviewOutputSerializer)
+    def post(self, request: Request, review_id: str) -> Response:
+        actor = staff_actor(request)
+        if selectors.review_get(actor=actor, review_id=review_id) is None:
+            raise NotFound("No such review.")
+        serializer = DecisionInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        review_decide(
+            actor=actor, review_id=review_id, decision=self.decision, notes=serializer.validated_data.get("notes", "")
+        )
+        review = selectors.review_get(actor=actor, review_id=review_id)
+        return Response(ReviewOutputSerializer(review).data)

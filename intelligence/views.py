@@ -1,0 +1,86 @@
+"""Server-rendered pages: a project's intelligence (its packet, cards, evidence and the readers' marks,
+for the project's members and staff) and the card-review queue of the console (staff)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_POST
+
+from accounts.actors import Actor
+from config.exceptions import ApplicationError
+from intelligence import selectors
+from intelligence.models import ReviewStatus
+from intelligence.services.reviews import DECISIONS, review_decide
+
+REVIEW_TABS = tuple(ReviewStatus.values)
+
+
+@login_required
+@ensure_csrf_cookie
+def project_intelligence(request: HttpRequest, project_slug: str) -> HttpResponse:
+    """The packet of a project's target by section; cards open, with evidence, from the API."""
+    actor = Actor.from_request(request)
+    project = selectors.project_readable(actor=actor, slug=project_slug)
+    if project is None:
+        raise Http404("No such project.")
+    target = selectors.target_readable(
+        actor=actor, project_slug=project_slug, target_slug=request.GET.get("target") or None
+    )
+    if target is None:
+        raise Http404("No such target.")
+    return render(
+        request,
+        "intelligence/project.html",
+        {
+            "project": project,
+            "target": target,
+            "targets": list(selectors.targets_of_project(project=project)),
+            "view": selectors.packet_view(target=target),
+            "api_base": "/api/v1/intelligence/",
+        },
+    )
+
+
+@login_required
+def project_document(request: HttpRequest, project_slug: str, document_id: str) -> HttpResponse:
+    """A document's text, for the members of a project one of whose cards it backs (a source link)."""
+    project = selectors.project_readable(actor=Actor.from_request(request), slug=project_slug)
+    document = selectors.document_of_project(project=project, document_id=document_id) if project else None
+    if document is None:
+        raise Http404("No such document.")
+    return render(request, "intelligence/document.html", {"project": project, "document": document})
+
+
+@staff_member_required
+def review_queue(request: HttpRequest) -> HttpResponse:
+    """The card-review queue: each review with its card and evidence as text, approve or reject."""
+    status = request.GET.get("status", ReviewStatus.OPEN)
+    if status not in REVIEW_TABS:
+        status = ReviewStatus.OPEN
+    reviews = selectors.reviews_list(actor=Actor.from_request(request)).filter(status=status)[:100]
+    return render(
+        request, "intelligence/console_reviews.html", {"tabs": REVIEW_TABS, "status": status, "reviews": reviews}
+    )
+
+
+@staff_member_required
+@require_POST
+def review_action(request: HttpRequest, review_id: str, decision: str) -> HttpResponse:
+    if decision not in DECISIONS:
+        raise Http404("No such decision.")
+    try:
+        review_decide(
+            actor=Actor.from_request(request),
+            review_id=review_id,
+            decision=decision,
+            notes=request.POST.get("notes", "")[:10_000],
+        )
+        messages.success(request, "Review approved." if decision == "approve" else "Review rejected.")
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    return redirect("console-intelligence-reviews")
