@@ -80,8 +80,11 @@ def project_readable(*, actor: Actor, slug: str) -> Project | None:
 def target_readable(*, actor: Actor, project_slug: str, target_slug: str | None = None) -> IntelligenceTarget | None:
     """A target of a project the actor may read: ``target_slug``, or the project's root target."""
     project = project_readable(actor=actor, slug=project_slug)
-    if project is None:
-        return None
+    return target_of_project(project=project, target_slug=target_slug) if project is not None else None
+
+
+def target_of_project(*, project: Project, target_slug: str | None = None) -> IntelligenceTarget | None:
+    """A project's target named ``target_slug``, or its root target (the caller checked access)."""
     targets = IntelligenceTarget.objects.filter(project=project).select_related("project")
     if target_slug:
         return targets.filter(slug=target_slug).first()

@@ -28,10 +28,9 @@ def project_intelligence(request: HttpRequest, project_slug: str) -> HttpRespons
     project = selectors.project_readable(actor=actor, slug=project_slug)
     if project is None:
         raise Http404("No such project.")
-    target = selectors.target_readable(
-        actor=actor, project_slug=project_slug, target_slug=request.GET.get("target") or None
-    )
-    if target is None:
+    target_slug = request.GET.get("target") or None
+    target = selectors.target_of_project(project=project, target_slug=target_slug)
+    if target is None and target_slug:
         raise Http404("No such target.")
     return render(
         request,
@@ -40,7 +39,8 @@ def project_intelligence(request: HttpRequest, project_slug: str) -> HttpRespons
             "project": project,
             "target": target,
             "targets": list(selectors.targets_of_project(project=project)),
-            "view": selectors.packet_view(target=target),
+            # No target yet: nothing was compiled for this project so far.
+            "view": selectors.packet_view(target=target) if target is not None else None,
             "api_base": "/api/v1/intelligence/",
         },
     )

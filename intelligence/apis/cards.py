@@ -36,7 +36,7 @@ def evidence_source_link(evidence: InsightCardEvidence, project_slug: str) -> st
     return reverse("intelligence-document", kwargs={"project_slug": project_slug, "document_id": evidence.document.pk})
 
 
-class EvidenceOutputSerializer(serializers.Serializer):
+class CardEvidenceOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     excerpt = serializers.CharField()
     document_id = serializers.CharField(source="document_ref")
@@ -71,7 +71,7 @@ class CardOutputSerializer(serializers.Serializer):
     details = serializers.JSONField()
     first_evidence_at = serializers.DateTimeField(allow_null=True)
     last_evidence_at = serializers.DateTimeField(allow_null=True)
-    evidence = EvidenceOutputSerializer(many=True)
+    evidence = CardEvidenceOutputSerializer(many=True)
 
 
 def _card(request: Request, card_id: str) -> tuple[Actor, InsightCard]:
@@ -93,7 +93,7 @@ class CardDetailApi(APIView):
         return Response(card_output(card))
 
 
-class FeedbackInputSerializer(StrictInputSerializer):
+class CardFeedbackInputSerializer(StrictInputSerializer):
     signal = serializers.ChoiceField(choices=list(FEEDBACK_SIGNALS))
     target = StrictCharField(required=False, max_length=100, help_text="the right target's slug (wrong_target)")
     note = StrictCharField(required=False, allow_blank=True, max_length=10_000)
@@ -101,7 +101,7 @@ class FeedbackInputSerializer(StrictInputSerializer):
     idempotency_key = StrictCharField(required=False, max_length=255)
 
 
-class FeedbackOutputSerializer(serializers.Serializer):
+class CardFeedbackOutputSerializer(serializers.Serializer):
     event_id = serializers.UUIDField(source="event.pk")
     signal = serializers.CharField(source="event.signal")
     review_id = serializers.UUIDField(source="review.pk", allow_null=True, default=None)
@@ -111,19 +111,20 @@ class FeedbackOutputSerializer(serializers.Serializer):
 
 def _feedback_response(result: CardFeedback) -> Response:
     return Response(
-        FeedbackOutputSerializer(result).data, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        CardFeedbackOutputSerializer(result).data,
+        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
     )
 
 
 class CardFeedbackApi(APIView):
     @extend_schema(
-        request=FeedbackInputSerializer,
-        responses={201: FeedbackOutputSerializer, 200: FeedbackOutputSerializer},
+        request=CardFeedbackInputSerializer,
+        responses={201: CardFeedbackOutputSerializer, 200: CardFeedbackOutputSerializer},
         summary="Mark a card useful, wrong, stale or wrong-target (a correction opens a review)",
     )
     def post(self, request: Request, card_id: str) -> Response:
         actor, card = _card(request, card_id)
-        serializer = FeedbackInputSerializer(data=request.data)
+        serializer = CardFeedbackInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         result = card_feedback_record(
@@ -138,7 +139,7 @@ class CardFeedbackApi(APIView):
         return _feedback_response(result)
 
 
-class EditInputSerializer(StrictInputSerializer):
+class CardEditInputSerializer(StrictInputSerializer):
     title = StrictCharField(required=False, max_length=300)
     summary = StrictCharField(required=False, allow_blank=True, max_length=10_000)
     note = StrictCharField(required=False, allow_blank=True, max_length=10_000)
@@ -146,13 +147,13 @@ class EditInputSerializer(StrictInputSerializer):
 
 class CardEditApi(APIView):
     @extend_schema(
-        request=EditInputSerializer,
-        responses={201: FeedbackOutputSerializer},
+        request=CardEditInputSerializer,
+        responses={201: CardFeedbackOutputSerializer},
         summary="Propose a new title or summary for a card (a reviewer decides)",
     )
     def post(self, request: Request, card_id: str) -> Response:
         actor, card = _card(request, card_id)
-        serializer = EditInputSerializer(data=request.data)
+        serializer = CardEditInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         return _feedback_response(
@@ -162,20 +163,20 @@ class CardEditApi(APIView):
         )
 
 
-class MergeInputSerializer(StrictInputSerializer):
+class CardMergeInputSerializer(StrictInputSerializer):
     into = serializers.UUIDField(help_text="the card of the same project this one repeats")
     note = StrictCharField(required=False, allow_blank=True, max_length=10_000)
 
 
 class CardMergeApi(APIView):
     @extend_schema(
-        request=MergeInputSerializer,
-        responses={201: FeedbackOutputSerializer},
+        request=CardMergeInputSerializer,
+        responses={201: CardFeedbackOutputSerializer},
         summary="Propose merging a card into another card of its project (a reviewer decides)",
     )
     def post(self, request: Request, card_id: str) -> Response:
         actor, card = _card(request, card_id)
-        serializer = MergeInputSerializer(data=request.data)
+        serializer = CardMergeInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         return _feedback_response(

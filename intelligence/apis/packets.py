@@ -35,7 +35,7 @@ class PacketSectionOutputSerializer(serializers.Serializer):
     cards = PacketCardOutputSerializer(source="entries", many=True)
 
 
-class CoverageOutputSerializer(serializers.Serializer):
+class PacketCoverageOutputSerializer(serializers.Serializer):
     fed = serializers.ListField(child=serializers.JSONField())
     stale = serializers.ListField(child=serializers.JSONField())
     missing = serializers.ListField(child=serializers.JSONField())
@@ -48,7 +48,7 @@ class PacketMetaOutputSerializer(serializers.Serializer):
     reason = serializers.CharField()
 
 
-class TargetOutputSerializer(serializers.Serializer):
+class PacketTargetOutputSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
     kind = serializers.CharField()
@@ -56,10 +56,10 @@ class TargetOutputSerializer(serializers.Serializer):
 
 class PacketOutputSerializer(serializers.Serializer):
     project = serializers.CharField(source="target.project.slug")
-    target = TargetOutputSerializer()
+    target = PacketTargetOutputSerializer()
     packet = PacketMetaOutputSerializer(allow_null=True, help_text="null: no packet built yet")
     sections = PacketSectionOutputSerializer(many=True)
-    source_coverage = CoverageOutputSerializer(source="coverage")
+    source_coverage = PacketCoverageOutputSerializer(source="coverage")
 
 
 class PacketCurrentApi(APIView):

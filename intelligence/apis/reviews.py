@@ -22,12 +22,12 @@ from config.api import (
 )
 from config.exceptions import AccessDenied
 from intelligence import selectors
-from intelligence.apis.cards import EvidenceOutputSerializer
+from intelligence.apis.cards import CardEvidenceOutputSerializer
 from intelligence.models import IntelligenceReview, ReviewKind, ReviewStatus
 from intelligence.services.reviews import review_decide
 
 
-class ReviewFilter(django_filters.FilterSet):
+class CardReviewFilter(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(choices=ReviewStatus.choices)
     kind = django_filters.ChoiceFilter(choices=ReviewKind.choices)
     project = django_filters.CharFilter(field_name="project__slug")
@@ -47,14 +47,14 @@ class ReviewCardOutputSerializer(serializers.Serializer):
     confidence = serializers.FloatField()
     evidence = serializers.SerializerMethodField()
 
-    @extend_schema_field(EvidenceOutputSerializer(many=True))
+    @extend_schema_field(CardEvidenceOutputSerializer(many=True))
     def get_evidence(self, card) -> Any:
-        return EvidenceOutputSerializer(
+        return CardEvidenceOutputSerializer(
             card.evidence.all(), many=True, context={"project_slug": self.context["project_slugs"][card.project_id]}
         ).data
 
 
-class ReviewOutputSerializer(serializers.Serializer):
+class CardReviewOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     project = serializers.CharField(source="project.slug")
     kind = serializers.CharField()
@@ -88,8 +88,8 @@ class ReviewListApi(APIView):
     pagination_class = NewestFirstCursorPagination
 
     @extend_schema(
-        parameters=filterset_parameters(ReviewFilter),
-        responses=ReviewOutputSerializer(many=True),
+        parameters=filterset_parameters(CardReviewFilter),
+        responses=CardReviewOutputSerializer(many=True),
         summary="Card reviews with their cards and evidence, newest first (staff admins)",
     )
     def get(self, request: Request) -> Response:
@@ -97,12 +97,12 @@ class ReviewListApi(APIView):
             request=request,
             view=self,
             queryset=selectors.reviews_list(actor=staff_actor(request)),
-            filterset_class=ReviewFilter,
-            output_serializer=ReviewOutputSerializer,
+            filterset_class=CardReviewFilter,
+            output_serializer=CardReviewOutputSerializer,
         )
 
 
-class DecisionInputSerializer(StrictInputSerializer):
+class ReviewDecisionInputSerializer(StrictInputSerializer):
     notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
 
 
@@ -111,15 +111,15 @@ class ReviewDecisionApi(APIView):
 
     decision = ""
 
-    @extend_schema(request=DecisionInputSerializer, responses=ReviewOutputSerializer)
+    @extend_schema(request=ReviewDecisionInputSerializer, responses=CardReviewOutputSerializer)
     def post(self, request: Request, review_id: str) -> Response:
         actor = staff_actor(request)
         if selectors.review_get(actor=actor, review_id=review_id) is None:
             raise NotFound("No such review.")
-        serializer = DecisionInputSerializer(data=request.data)
+        serializer = ReviewDecisionInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         review_decide(
             actor=actor, review_id=review_id, decision=self.decision, notes=serializer.validated_data.get("notes", "")
         )
         review = selectors.review_get(actor=actor, review_id=review_id)
-        return Response(ReviewOutputSerializer(review).data)
+        return Response(CardReviewOutputSerializer(review).data)

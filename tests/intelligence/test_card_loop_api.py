@@ -11,7 +11,14 @@ from django.test.utils import CaptureQueriesContext
 from feedback.models import FeedbackEvent
 from intelligence.models import CardType, IntelligenceReview, ReviewKind
 from intelligence.services.packets import packet_build
-from tests.factories import DocumentFactory, InsightCardEvidenceFactory, InsightCardFactory, UserFactory
+from tests.factories import (
+    DocumentFactory,
+    InsightCardEvidenceFactory,
+    InsightCardFactory,
+    MembershipFactory,
+    ProjectFactory,
+    UserFactory,
+)
 from tests.intelligence.loop_world import Loop, loop_build
 
 pytestmark = pytest.mark.django_db
@@ -178,6 +185,9 @@ def test_the_pages_ask_anonymous_visitors_to_sign_in_and_hide_the_unknown(world,
     assert Client().get("/projects/apollo/intelligence/").status_code == 302
     member = world.session_client("member")
     assert member.get("/projects/nowhere/intelligence/").status_code == 404
+    fresh = ProjectFactory(slug="gemini", name="Gemini")
+    MembershipFactory(project=fresh, user=world.member)
+    assert "Nothing has been compiled for Gemini yet." in member.get("/projects/gemini/intelligence/").content.decode()
     assert member.get("/projects/apollo/intelligence/", {"target": "nowhere"}).status_code == 404
     # A document of the project that backs no card is not served by the source-link page.
     DocumentFactory(id="apollo-loose", project=world.project, raw_text="Lunch menu.")
