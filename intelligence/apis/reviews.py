@@ -28,7 +28,7 @@ from intelligence.services.reviews import review_decide
 
 
 class CardReviewFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=ReviewStatus.choices)
+    status = django_filters.ChoiceFilter(choices=ReviewStatus.choices, help_text="default: open")
     kind = django_filters.ChoiceFilter(choices=ReviewKind.choices)
     project = django_filters.CharFilter(field_name="project__slug")
 
@@ -90,13 +90,16 @@ class ReviewListApi(APIView):
     @extend_schema(
         parameters=filterset_parameters(CardReviewFilter),
         responses=CardReviewOutputSerializer(many=True),
-        summary="Card reviews with their cards and evidence, newest first (staff admins)",
+        summary="Card reviews (open ones unless ?status=) with their cards and evidence, newest first (staff admins)",
     )
     def get(self, request: Request) -> Response:
+        reviews = selectors.reviews_list(actor=staff_actor(request))
+        if "status" not in request.query_params:  # the queue: what waits for a decision
+            reviews = reviews.filter(status=ReviewStatus.OPEN)
         return paginated_list(
             request=request,
             view=self,
-            queryset=selectors.reviews_list(actor=staff_actor(request)),
+            queryset=reviews,
             filterset_class=CardReviewFilter,
             output_serializer=CardReviewOutputSerializer,
         )

@@ -38,6 +38,8 @@ REVIEW_KINDS: dict[str, str] = {
     "stale": ReviewKind.STALE,
     "wrong_target": ReviewKind.WRONG_TARGET,
 }
+# A card out of every packet: a correction of it has nothing left to change.
+CLOSED_STATUSES = (CardStatus.DISMISSED, CardStatus.CONTRADICTED)
 SURFACE = "project_intelligence"
 MAX_NOTE = 10_000
 
@@ -124,6 +126,11 @@ def _review_join(
     return review
 
 
+def _require_open(card: InsightCard) -> None:
+    if card.status in CLOSED_STATUSES:
+        raise ApplicationError(f"This card is already {card.status}: there is nothing to correct.", field="card")
+
+
 def _target_of_project(*, card: InsightCard, slug: str) -> IntelligenceTarget:
     target = IntelligenceTarget.objects.filter(project_id=card.project_id, slug=slug, active=True).first()
     if target is None:
@@ -151,6 +158,8 @@ def card_feedback_record(
         )
     if len(note) > MAX_NOTE:
         raise ApplicationError(f"note is at most {MAX_NOTE} characters.", field="note")
+    if signal in REVIEW_KINDS and card.status in CLOSED_STATUSES:
+        raise ApplicationError(f"This card is already {card.status}: there is nothing to correct.", field="signal")
     metadata: dict[str, Any] = {}
     proposed: dict[str, Any] = {}
     if signal == "wrong_target":
@@ -199,6 +208,7 @@ def card_edit_propose(
     *, actor: Actor, card: InsightCard, title: str | None = None, summary: str | None = None, note: str = ""
 ) -> CardFeedback:
     """Propose a new title and/or summary for a card: an event and the card's open edit review."""
+    _require_open(card)
     proposed: dict[str, Any] = {}
     if title is not None:
         if not title.strip():
@@ -230,10 +240,9 @@ def card_edit_propose(
 
 def card_merge_propose(*, actor: Actor, card: InsightCard, into_id: str, note: str = "") -> CardFeedback:
     """Propose merging a card into another card of its project (they say the same thing)."""
+    _require_open(card)
     into = (
-        InsightCard.objects.filter(project_id=card.project_id, pk=into_id)
-        .exclude(status__in=[CardStatus.DISMISSED, CardStatus.CONTRADICTED])
-        .first()
+        InsightCard.objects.filter(project_id=card.project_id, pk=into_id).exclude(status__in=CLOSED_STATUSES).first()
     )
     if into is None:
         raise ApplicationError("No such card in this project to merge into.", field="into")

@@ -115,6 +115,8 @@ def test_bad_review_decisions(world, loop):
     assert again.status_code == 409
     assert FeedbackEvent.objects.filter(event_type="card_review_rejected").count() == 1
     assert admin.get(API + "reviews", {"status": "closed"}).status_code == 400
+    assert admin.get(API + "reviews").json()["results"] == []  # the queue: open ones by default
+    assert [r["id"] for r in admin.get(API + "reviews", {"status": "rejected"}).json()["results"]] == [str(review.pk)]
 
 
 def _more_cards(loop, n: int) -> None:

@@ -282,3 +282,19 @@ def test_merge_and_edit_proposals_refuse_bad_input(world, loop):
         assert field in exc.value.fields
     assert not FeedbackEvent.objects.exists()
     assert not IntelligenceReview.objects.exists()
+
+
+def test_a_dismissed_or_contradicted_card_takes_marks_but_no_corrections(world, loop):
+    InsightCard.objects.filter(pk=loop.blocker.pk).update(status=CardStatus.CONTRADICTED)
+    loop.blocker.refresh_from_db()
+    assert card_feedback_record(actor=world.actor("owner"), card=loop.blocker, signal="useful").created
+    for signal in ("wrong", "stale"):
+        with pytest.raises(ApplicationError) as exc:
+            card_feedback_record(actor=world.actor("owner"), card=loop.blocker, signal=signal)
+        assert "signal" in exc.value.fields
+    with pytest.raises(ApplicationError):
+        card_edit_propose(actor=world.actor("owner"), card=loop.blocker, title="Something else")
+    with pytest.raises(ApplicationError):
+        card_merge_propose(actor=world.actor("owner"), card=loop.blocker, into_id=str(loop.risk.pk))
+    assert not IntelligenceReview.objects.exists()
+    assert FeedbackEvent.objects.count() == 1
