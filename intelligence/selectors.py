@@ -139,6 +139,11 @@ def packet_view(*, target: IntelligenceTarget) -> PacketView:
     )
 
 
+def card_readable(*, actor: Actor, card_id: str) -> InsightCard | None:
+    """A card of a project the actor may read, with its project (what a mark on it needs)."""
+    return cards_visible(actor=actor).select_related("project").filter(pk=card_id).first()
+
+
 def card_get(*, actor: Actor, card_id: str) -> InsightCard | None:
     """A card of a project the actor may read, with its evidence and their documents."""
     return (

@@ -74,9 +74,10 @@ class CardOutputSerializer(serializers.Serializer):
     evidence = CardEvidenceOutputSerializer(many=True)
 
 
-def _card(request: Request, card_id: str) -> tuple[Actor, InsightCard]:
+def _card(request: Request, card_id: str, *, with_evidence: bool = False) -> tuple[Actor, InsightCard]:
     actor = Actor.from_request(request)
-    card = selectors.card_get(actor=actor, card_id=card_id)
+    read = selectors.card_get if with_evidence else selectors.card_readable
+    card = read(actor=actor, card_id=card_id)
     if card is None:
         raise NotFound("No such card.")
     return actor, card
@@ -89,7 +90,7 @@ def card_output(card: InsightCard) -> dict[str, Any]:
 class CardDetailApi(APIView):
     @extend_schema(responses=CardOutputSerializer, summary="A card with its evidence and source links")
     def get(self, request: Request, card_id: str) -> Response:
-        _, card = _card(request, card_id)
+        _, card = _card(request, card_id, with_evidence=True)
         return Response(card_output(card))
 
 

@@ -216,3 +216,14 @@ def test_the_console_queue_is_for_staff_and_audits_each_decision(world, loop):
     assert "approved by admin" in console.get("/console/intelligence/reviews/", {"status": "approved"}).content.decode()
     assert world.session_client("member").post(f"/console/intelligence/reviews/{review.pk}/reject").status_code == 302
     assert FeedbackEvent.objects.count() == 1
+
+
+def test_a_card_costs_the_same_queries_for_2_or_12_pieces_of_evidence(world, loop):
+    client = world.client("member")
+    path = API + f"cards/{loop.blocker.pk}"
+    client.get(path)  # the key's first use is stamped once
+    few = _queries(client, path)
+    for _ in range(10):
+        InsightCardEvidenceFactory(card=loop.blocker)
+    assert len(client.get(path).json()["evidence"]) == 12
+    assert _queries(client, path) == few
