@@ -131,7 +131,8 @@ _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _DATE = re.compile(
     rf"\b(?:{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:\s+\d{{4}})?"
     rf"|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?|{_WEEKDAY}\b"
-    r"|the \d{1,2}(?:st|nd|rd|th)\b|tomorrow|today|tonight|eod|eow|end of (?:the |this |next )?(?:day|week|month)|next (?:week|month)"
+    r"|the \d{1,2}(?:st|nd|rd|th)\b|tomorrow|today|tonight|eod|eow"
+    r"|end of (?:the |this |next )?(?:day|week|month)|next (?:week|month)"
     r"|end of next week|in \d+ (?:days?|weeks?))",
     re.IGNORECASE,
 )
@@ -209,6 +210,7 @@ _CUES: dict[str, re.Pattern[str]] = {
     "update": re.compile(
         r"\b(?:complet|finish|done|installed|poured|delivered|arrived|handed over|passed|signed off the|"
         r"in place|is in|on track|progress|percent|%|stand at|now (?:complete|closed|open)|erected|commissioned|"
+        r"(?:was|were|has been|have been) (?:issued|granted|obtained|cleared|lifted|signed|submitted|stripped)|"
         r"approved the|received)",
         re.IGNORECASE,
     ),
@@ -489,7 +491,9 @@ def score_types(features: Features) -> dict[str, float]:
     cue = features.cues
     scores: dict[str, float] = dict.fromkeys(_CUES, 0.0)
     scores["decision"] += (
-        0.55 * min(cue["decision"], 2) + (0.1 if features.past else 0) - (0.5 if features.question else 0)
+        0.55 * min(cue["decision"], 2)
+        + (0.1 if features.past and cue["decision"] else 0)
+        - (0.5 if features.question else 0)
     )
     scores["decision"] -= 0.4 if features.negation and cue["decision"] else 0
     scores["commitment"] += 0.55 * min(cue["commitment"], 2)
@@ -499,7 +503,7 @@ def score_types(features: Features) -> dict[str, float]:
     scores["open_question"] += 0.5 * min(cue["open_question"], 2)
     scores["open_question"] += (0.6 if features.question else 0) + (0.15 if features.question_start else 0)
     scores["open_question"] -= 0.55 if features.request else 0
-    scores["schedule"] += 0.45 * min(cue["schedule"], 2) + (0.1 if features.date and cue["schedule"] else 0)
+    scores["schedule"] += 0.5 * min(cue["schedule"], 2) + (0.1 if features.date and cue["schedule"] else 0)
     scores["financial"] += 0.3 * min(cue["financial"], 2) + (0.55 if features.money else 0)
     scores["blocker"] += 0.55 * min(cue["blocker"], 2) + (0.1 if features.negation and cue["blocker"] else 0)
     scores["risk"] += 0.5 * min(cue["risk"], 2) + (0.1 if features.modal_risk else 0)
@@ -507,7 +511,7 @@ def score_types(features: Features) -> dict[str, float]:
     scores["task"] += 0.35 * min(cue["task"], 2) + (0.35 if features.named_actor else 0)
     scores["task"] += 0.55 if features.request else 0
     scores["task"] -= 0.2 if features.past and not features.request else 0
-    scores["update"] += 0.5 * min(cue["update"], 2) + (0.1 if features.past else 0)
+    scores["update"] += 0.5 * min(cue["update"], 2) + (0.1 if features.past and cue["update"] else 0)
     scores["update"] -= 0.4 if features.future or features.question or features.modal_risk else 0
     if features.label in _LABEL_TYPES:
         scores[_LABEL_TYPES[features.label]] += 0.6

@@ -56,7 +56,7 @@ NOT_SIGNALS = [
 def test_held_out_sentences_are_typed_with_high_precision_and_nothing_from_filler():
     extractor = LocalExtractor()
     found = {}
-    for text, label in UNSEEN:
+    for text, _ in UNSEEN:
         signals = extractor.extract(text=text)
         found[text] = signals[0].signal_type if signals else None
     confident = [text for text, kind in found.items() if kind is not None]
