@@ -83,7 +83,7 @@ def test_running_the_job_again_for_the_same_version_writes_nothing_new(django_ca
     PacketRefreshJob.objects.update(status=JobStatus.SUCCEEDED)  # the refresh ran
     again = run_job(doc, django_capture_on_commit_callbacks)  # queued again by hand: a new job row
     assert again.pk != first.pk
-    assert again.result["signals"] == 0 and again.result["carded"] == 0
+    assert (again.result["signals"], again.result["carded"]) == (0, 0)
     assert counts == (
         SourceSignalCandidate.objects.count(),
         InsightCard.objects.count(),
