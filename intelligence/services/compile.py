@@ -208,12 +208,15 @@ def cards_upsert(*, document: Document, observed_at: datetime | None, report: Co
     target_ids = sorted({s.target_id for s in staged if s.target_id is not None})
     # One upsert per target at a time: two documents saying the same thing make one card, not two.
     list(IntelligenceTarget.objects.select_for_update().filter(pk__in=target_ids).order_by("pk"))
-    cards = {
-        target_id: list(
-            InsightCard.objects.filter(target_id=target_id, status__in=[CardStatus.ACTIVE, CardStatus.STALE])
-        )
-        for target_id in target_ids
-    }
+    # The candidates, light: only the types these signals can update or resolve, only what matching reads.
+    types = {s.signal_type for s in staged}
+    if types & {CardType.DECISION, CardType.UPDATE}:
+        types |= {CardType.OPEN_QUESTION, CardType.BLOCKER}
+    cards: dict[int, list[InsightCard]] = {target_id: [] for target_id in target_ids}
+    for candidate in InsightCard.objects.filter(
+        target_id__in=target_ids, status__in=[CardStatus.ACTIVE, CardStatus.STALE], card_type__in=types
+    ).only("pk", "target_id", "card_type", "status", "title", "fingerprint"):
+        cards[candidate.target_id].append(candidate)
     for signal in staged:
         if not signal.excerpt.strip() or signal.target_id is None:
             _signal_set(signal, status=SignalStatus.DISCARDED)
@@ -225,8 +228,10 @@ def cards_upsert(*, document: Document, observed_at: datetime | None, report: Co
             card = _card_create(signal=signal, document=document, observed_at=observed_at)
             cards[signal.target_id].append(card)
             report.cards_created += 1
-        elif _evidence_add(card=card, signal=signal, document=document, observed_at=observed_at):
-            report.cards_updated += 1
+        else:
+            card = InsightCard.objects.get(pk=card.pk)  # the whole row, to update
+            if _evidence_add(card=card, signal=signal, document=document, observed_at=observed_at):
+                report.cards_updated += 1
         _signal_set(signal, status=SignalStatus.CARDED, card=card)
         report.carded += 1
         affected.add(signal.target_id)
@@ -451,3 +456,29 @@ def memory_card_set_status(*, memory_id: object, active: bool) -> int:
             reason = f"memory {memory_id} {'resumed' if active else 'paused'}"
             packet_refresh_request(target_ids=targets, reason=reason)
     return changed
+
+
+# --- batches (manage.py intelligence_compile, the benchmarks) -----------------------------------
+
+
+def documents_compile_queue(*, document_ids: Iterable[str]) -> list[SourceIntelligenceJob]:
+    """Queue the signal extraction of these documents (those with a project), one job per document
+    version; their tasks go out when the transaction commits."""
+    ids = list(document_ids)
+    out = []
+    with transaction.atomic():
+        for start in range(0, len(ids), 500):
+            for document in Document.objects.filter(pk__in=ids[start : start + 500], project__isnull=False):
+                out.append(signal_extraction_queue(document=document))
+    return out
+
+
+def packets_refresh_queue(*, project_ids: Iterable[int] | None = None, reason: str = "requested") -> list[int]:
+    """Ask for the packets of every active target (of these projects) to be rebuilt; their ids."""
+    targets = IntelligenceTarget.objects.filter(active=True)
+    if project_ids is not None:
+        targets = targets.filter(project_id__in=list(project_ids))
+    ids = list(targets.values_list("pk", flat=True))
+    with transaction.atomic():
+        packet_refresh_request(target_ids=ids, reason=reason)
+    return ids
