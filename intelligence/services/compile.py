@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -482,3 +482,13 @@ def packets_refresh_queue(*, project_ids: Iterable[int] | None = None, reason: s
     with transaction.atomic():
         packet_refresh_request(target_ids=ids, reason=reason)
     return ids
+
+
+def documents_changed_compile(*, document_ids: Sequence[str]) -> None:
+    """retrieval.hooks listener: queue the extraction of every imported or changed document that
+    already has a project, in the import's transaction (attribution queues the others once it sets
+    their project)."""
+    for document in Document.objects.filter(pk__in=list(document_ids), project__isnull=False).only(
+        "pk", "content_hash"
+    ):
+        signal_extraction_queue(document=document)

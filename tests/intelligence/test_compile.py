@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import override_settings
 
+from accounts.actors import Actor
 from intelligence.models import (
     CardStatus,
     CardType,
@@ -23,6 +24,7 @@ from intelligence.models import (
 from intelligence.services import jobs
 from intelligence.services.compile import card_match, document_compile, signal_extraction_queue, text_similarity
 from intelligence.services.targets import target_for_project
+from retrieval.services import DocumentInput, documents_import
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -187,3 +189,20 @@ def test_a_job_of_the_extraction_kind_is_recorded_in_the_ledger(django_capture_o
         assert signal_extraction_queue(document=doc).pk == job.pk
     assert len(callbacks) == 1
     assert SourceIntelligenceJob.objects.get().kind == "signal_extraction"
+
+
+def test_an_import_queues_the_extraction_of_documents_with_a_project(django_capture_on_commit_callbacks):
+    project = factories.ProjectFactory()
+    with django_capture_on_commit_callbacks(execute=False):
+        documents_import(
+            actor=Actor.for_system(),
+            items=[
+                DocumentInput(id="mail-1", raw_text=MEETING, project_slug=project.slug, source_system="email"),
+                DocumentInput(id="mail-2", raw_text=MEETING),  # no project yet: attribution comes first
+            ],
+        )
+    job = SourceIntelligenceJob.objects.get()
+    assert (job.kind, job.document_ref) == ("signal_extraction", "mail-1")
+    with django_capture_on_commit_callbacks(execute=False):
+        jobs.source_job_run(job_id=str(job.pk))
+    assert InsightCard.objects.filter(project=project).count() == 3
