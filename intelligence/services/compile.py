@@ -219,7 +219,7 @@ def cards_upsert(*, document: Document, observed_at: datetime | None, report: Co
         cards[candidate.target_id].append(candidate)
     for signal in staged:
         if not signal.excerpt.strip() or signal.target_id is None:
-            _signal_set(signal, status=SignalStatus.DISCARDED)
+            signal.status, signal.card = SignalStatus.DISCARDED, None
             report.discarded += 1
             continue
         same_type = [c for c in cards[signal.target_id] if c.card_type == signal.signal_type]
@@ -232,13 +232,14 @@ def cards_upsert(*, document: Document, observed_at: datetime | None, report: Co
             card = InsightCard.objects.get(pk=card.pk)  # the whole row, to update
             if _evidence_add(card=card, signal=signal, document=document, observed_at=observed_at):
                 report.cards_updated += 1
-        _signal_set(signal, status=SignalStatus.CARDED, card=card)
+        signal.status, signal.card = SignalStatus.CARDED, card
         report.carded += 1
         affected.add(signal.target_id)
         if signal.signal_type in (CardType.DECISION, CardType.UPDATE):
             for resolved in cards_resolve(signal=signal, cards=cards[signal.target_id]):
                 report.resolved += 1
                 affected.add(resolved.target_id)
+    SourceSignalCandidate.objects.bulk_update(staged, ["status", "card"])
     if affected:
         packet_refresh_request(target_ids=affected, reason=f"compiled {document.pk}"[:200])
     report.targets = sorted(affected)
@@ -346,12 +347,6 @@ def _evidence_add(
             fields.append("details")
     card.save(update_fields=fields)
     return True
-
-
-def _signal_set(signal: SourceSignalCandidate, *, status: str, card: InsightCard | None = None) -> None:
-    signal.status = status
-    signal.card = card
-    signal.save(update_fields=["status", "card"])
 
 
 # A decision or update resolves a question or blocker only when it says so: a resolution word, and
