@@ -230,3 +230,13 @@ def test_an_applied_project_memory_is_a_card_from_memory_until_paused(world, dja
         promote(world, promotion, "resume")
     card.refresh_from_db()
     assert card.status == CardStatus.ACTIVE
+
+
+def test_a_scan_of_packet_rules_is_reported_in_the_scan_api(world, target, django_capture_on_commit_callbacks):
+    for card in cards(target, CardType.DECISION, 3):
+        mark(world, "member", card, "positive")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client("admin").post("/api/v1/promotions/scan", {"scanner": "packet_rule"}, format="json")
+    assert response.status_code == 202, response.content
+    run = world.client("admin").get(f"/api/v1/promotions/scans/{response.json()['id']}").json()
+    assert run["report"]["packet_rule"] == {"card_marks": 3, "summary_edits": 0, "groups": 1, "proposed": 1}
