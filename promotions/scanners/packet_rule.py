@@ -261,19 +261,29 @@ def _from_edits(edits: list[FeedbackEvent], projects: dict[int, Project]) -> lis
 
 def _from_coverage() -> list[Proposal]:
     proposals = []
-    current = IntelligencePacket.objects.filter(current=True).select_related("target__project")
-    for packet in current.order_by("-built_at")[: promotions_settings.PACKET_RULE_SCAN_MAX_PACKETS]:
-        unused = set((packet.source_coverage or {}).get("unused") or [])
-        if not unused:
-            continue
-        previous = (
-            IntelligencePacket.objects.filter(target_id=packet.target_id, version__lt=packet.version)
-            .order_by("-version")
-            .first()
+    current = [
+        packet
+        for packet in IntelligencePacket.objects.filter(current=True)
+        .select_related("target__project")
+        .order_by("-built_at")[: promotions_settings.PACKET_RULE_SCAN_MAX_PACKETS]
+        if (packet.source_coverage or {}).get("unused") and packet.version > 1
+    ]
+    # Each one's previous version, in one query (versions are consecutive per target).
+    wanted = Q(pk__in=[])
+    for packet in current:
+        wanted |= Q(target_id=packet.target_id, version=packet.version - 1)
+    previous_of = {
+        target_id: (version, coverage)
+        for target_id, version, coverage in IntelligencePacket.objects.filter(wanted).values_list(
+            "target_id", "version", "source_coverage"
         )
-        if previous is None:
+    }
+    for packet in current:
+        unused = set(packet.source_coverage.get("unused") or [])
+        if packet.target_id not in previous_of:
             continue
-        unused &= set((previous.source_coverage or {}).get("unused") or [])
+        previous_version, previous_coverage = previous_of[packet.target_id]
+        unused &= set((previous_coverage or {}).get("unused") or [])
         project = packet.target.project
         for system in sorted(unused):
             proposals.append(
@@ -284,7 +294,7 @@ def _from_coverage() -> list[Proposal]:
                         "parameters": {"source_system": system},
                         "description": f"{system} had documents for {project.slug} but fed no card in two packets "
                         f"in a row: list it as missing coverage until it does.",
-                        "evidence": {"target": packet.target_id, "packets": [previous.version, packet.version]},
+                        "evidence": {"target": packet.target_id, "packets": [previous_version, packet.version]},
                     },
                     confidence=0.6,
                     risk_level="medium",
