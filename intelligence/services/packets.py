@@ -32,6 +32,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from intelligence.conf import intelligence_settings
@@ -170,10 +171,10 @@ def _coverage(
     )
     documents = Document.objects.filter(project_id=target.project_id).exclude(source_system="")
     known = set(documents.values_list("source_system", flat=True).distinct())
+    # A document's own time (updated, else created), else when it was imported.
     recent_documents = set(
-        documents.filter(
-            Q(source_updated_at__gte=window_start) | Q(source_updated_at__isnull=True, imported_at__gte=window_start)
-        )
+        documents.annotate(seen=Coalesce("source_updated_at", "source_created_at", "imported_at"))
+        .filter(seen__gte=window_start)
         .values_list("source_system", flat=True)
         .distinct()
     )
