@@ -47,11 +47,18 @@ class IntelligenceSettings(AppSettings):
         0.8,
         minimum=0.5,
         maximum=1.0,
-        doc="similarity (content words, or embeddings when INTELLIGENCE_CARD_EMBEDDINGS) at which a signal "
-        "updates an existing card of its target and type instead of making another",
+        doc="content-word similarity (Dice) at which a signal updates an existing card of its target and type "
+        "instead of making another",
     )
     INTELLIGENCE_CARD_EMBEDDINGS = Tunable(
         False, doc="compare a signal with existing cards by sentence embeddings instead of content words"
+    )
+    INTELLIGENCE_CARD_EMBEDDING_SIMILARITY = Tunable(
+        0.7,
+        minimum=0.5,
+        maximum=1.0,
+        doc="cosine similarity of sentence embeddings at which a signal updates an existing card "
+        "(with INTELLIGENCE_CARD_EMBEDDINGS)",
     )
     INTELLIGENCE_RESOLVE_OVERLAP = Tunable(
         0.6,

@@ -5,7 +5,8 @@ The ``signal_extraction`` job's handler is ``signal_extraction_handle``. Running
 same document version writes nothing new: a signal is unique per (document, type, fingerprint), and
 only staged signals are carded. A card is created only with an evidence excerpt; a signal similar to
 an existing card of the same target and type (same fingerprint, else word similarity, or embedding
-similarity when INTELLIGENCE_CARD_EMBEDDINGS is on, at INTELLIGENCE_CARD_SIMILARITY) adds evidence
+similarity when INTELLIGENCE_CARD_EMBEDDINGS is on, at INTELLIGENCE_CARD_SIMILARITY or
+INTELLIGENCE_CARD_EMBEDDING_SIMILARITY) adds evidence
 to that card instead of making another.
 """
 
@@ -248,7 +249,8 @@ def cards_upsert(*, document: Document, observed_at: datetime | None, report: Co
 
 def card_match(*, statement: str, fingerprint: str, cards: Iterable[InsightCard]) -> InsightCard | None:
     """The card (of one target and type) a statement is about: the same fingerprint, else the most
-    similar title at or above INTELLIGENCE_CARD_SIMILARITY (words, or embeddings when enabled)."""
+    similar title at or above INTELLIGENCE_CARD_SIMILARITY (content words), or, when
+    INTELLIGENCE_CARD_EMBEDDINGS is on, INTELLIGENCE_CARD_EMBEDDING_SIMILARITY (sentence embeddings)."""
     cards = list(cards)
     for card in cards:
         if card.fingerprint == fingerprint:
@@ -257,6 +259,7 @@ def card_match(*, statement: str, fingerprint: str, cards: Iterable[InsightCard]
         return None
     threshold = intelligence_settings.INTELLIGENCE_CARD_SIMILARITY
     if intelligence_settings.INTELLIGENCE_CARD_EMBEDDINGS:
+        threshold = intelligence_settings.INTELLIGENCE_CARD_EMBEDDING_SIMILARITY
         from core.embeddings import get_embedder  # noqa: PLC0415 - the model loads only when enabled
 
         vectors = get_embedder().embed([statement, *(card.title for card in cards)])

@@ -206,3 +206,13 @@ def test_an_import_queues_the_extraction_of_documents_with_a_project(django_capt
     with django_capture_on_commit_callbacks(execute=False):
         jobs.source_job_run(job_id=str(job.pk))
     assert InsightCard.objects.filter(project=project).count() == 3
+
+
+def test_with_embeddings_a_paraphrase_updates_the_card_and_another_item_does_not(embedder, settings):
+    settings.INTELLIGENCE_CARD_EMBEDDINGS = True
+    card = factories.InsightCardFactory(title="The curtain wall delivery has slipped by three weeks.", fingerprint="x")
+    paraphrase = "Curtain wall panels are now arriving three weeks late."
+    assert text_similarity(paraphrase, card.title) < 0.8  # words alone would miss it
+    assert card_match(statement=paraphrase, fingerprint="y", cards=[card]) == card
+    other = "The roof membrane delivery has slipped by three weeks."
+    assert card_match(statement=other, fingerprint="z", cards=[card]) is None

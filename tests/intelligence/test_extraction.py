@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from intelligence.models import InsightCard, SourceSignalCandidate
+from intelligence.services.compile import document_compile
 from intelligence.services.extraction import (
     LocalExtractor,
     OpenAIExtractor,
@@ -17,6 +19,7 @@ from intelligence.services.extraction import (
     owner_of,
     sentences_of,
 )
+from tests import factories
 from tests.learning.fake_openai import FakeOpenAI, Reply
 
 # Written for this test, after the extractor's cues were set, and never used to tune them: other
@@ -198,3 +201,27 @@ def test_a_failing_server_falls_back_to_the_local_extractor_and_says_so(configur
     signals = get_extractor().extract(text=DOCUMENT)
     assert signals
     assert {s.details["extractor"] for s in signals} == {"fallback:openai"}
+
+
+@pytest.mark.django_db
+def test_a_compile_job_with_the_openai_extractor_records_which_extractor_found_each_signal(configured):
+    configured.reply_json(
+        {
+            "signals": [
+                {
+                    "signal_type": "blocker",
+                    "excerpt": "The crane permit is still pending with the city.",
+                    "owner": None,
+                    "due_date": None,
+                    "amount": None,
+                    "confidence": 0.8,
+                }
+            ]
+        }
+    )
+    doc = factories.DocumentFactory(project=factories.ProjectFactory(), raw_text=DOCUMENT)
+    report = document_compile(document=doc)
+    assert report.extractor == "openai:gpt-4.1-nano"
+    signal = SourceSignalCandidate.objects.get()
+    assert (signal.signal_type, signal.extractor, signal.status) == ("blocker", "openai:gpt-4.1-nano", "carded")
+    assert InsightCard.objects.get().evidence.get().excerpt == "The crane permit is still pending with the city."
