@@ -34,5 +34,38 @@ class IntelligenceSettings(AppSettings):
         doc="a queued compiler or packet job this old is queued again by the sweep (its task was lost)",
     )
 
+    # Compilation (intelligence/services/extraction.py and compile.py).
+    INTELLIGENCE_EXTRACTOR = Tunable(
+        "auto",
+        doc='signal extractor: "local", "openai", or "auto" (openai when OPENAI_API_KEY is set, as the analyzer)',
+    )
+    INTELLIGENCE_EXTRACTOR_MODEL = Tunable("", doc="model of the OpenAI extractor (empty: ANALYZER_MODEL)")
+    INTELLIGENCE_SIGNAL_MIN_CONFIDENCE = Tunable(
+        0.5, minimum=0.0, maximum=1.0, doc="confidence below which an extracted signal is discarded, never a card"
+    )
+    INTELLIGENCE_CARD_SIMILARITY = Tunable(
+        0.8,
+        minimum=0.5,
+        maximum=1.0,
+        doc="content-word similarity (Dice) at which a signal updates an existing card of its target and type "
+        "instead of making another",
+    )
+    INTELLIGENCE_CARD_EMBEDDINGS = Tunable(
+        False, doc="compare a signal with existing cards by sentence embeddings instead of content words"
+    )
+    INTELLIGENCE_CARD_EMBEDDING_SIMILARITY = Tunable(
+        0.7,
+        minimum=0.5,
+        maximum=1.0,
+        doc="cosine similarity of sentence embeddings at which a signal updates an existing card "
+        "(with INTELLIGENCE_CARD_EMBEDDINGS)",
+    )
+    INTELLIGENCE_RESOLVE_OVERLAP = Tunable(
+        0.6,
+        minimum=0.3,
+        maximum=1.0,
+        doc="share of an open question's or blocker's content words a resolving decision or update must repeat",
+    )
+
 
 intelligence_settings = IntelligenceSettings()

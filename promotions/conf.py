@@ -62,6 +62,24 @@ class PromotionsSettings(AppSettings):
     TASK_EXAMPLE_SCAN_MAX_TASKS = Tunable(
         500, minimum=1, maximum=100_000, doc="well-rated tasks the task-example scan considers per run"
     )
+    # The packet-rule scan (promotions/scanners/packet_rule.py): consistent card feedback, summary edits
+    # and coverage gaps within the window become packet-rule candidates.
+    PACKET_RULE_SCAN_DAYS = Tunable(
+        30, minimum=1, maximum=3650, doc="days of packet feedback the packet-rule scan reads"
+    )
+    PACKET_RULE_SCAN_MIN_SUPPORT = Tunable(
+        3, minimum=2, maximum=1000, doc="marks (or summary edits) of one kind a packet rule needs at least"
+    )
+    PACKET_RULE_SCAN_MIN_CARDS = Tunable(2, minimum=1, maximum=1000, doc="distinct cards those marks must be about")
+    PACKET_RULE_SCAN_MIN_SHARE = Tunable(
+        0.75, minimum=0.5, maximum=1.0, doc="share of a card type's marks (or of the edits of a pair) that must agree"
+    )
+    PACKET_RULE_SCAN_MAX_EVENTS = Tunable(
+        20_000, minimum=1, maximum=1_000_000, doc="newest packet-quality events one packet-rule scan reads"
+    )
+    PACKET_RULE_SCAN_MAX_PACKETS = Tunable(
+        1000, minimum=1, maximum=100_000, doc="current packets whose coverage one packet-rule scan reads"
+    )
     # A scan run that is still queued or running after this long was lost (its worker died, its
     # message never arrived): it is marked failed, so a new scan of that kind can be queued.
     SCAN_RUN_STALE_SECONDS = Tunable(

@@ -18,6 +18,9 @@ from config.exceptions import ApplicationError
 from core.ids import parse_uuid
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services.task_feedback import task_feedback_set_promoted
+from intelligence.models import PacketRule, RuleStatus
+from intelligence.services.compile import memory_card_record, memory_card_set_status
+from intelligence.services.rules import packet_rule_check, packet_rule_create, packet_rule_set_status
 from learning.context.cache import context_invalidate_shared
 from learning.models import AgentLearning, LearnedWorkflow, Memory
 from learning.safety import steering_reasons
@@ -202,16 +205,32 @@ class MemoryWriter:
             subject_id=promotion.subject_id,
             learning=promotion.proposed_learning,
         )
+        if memory.project is not None and memory.visibility in (Memory.Visibility.PROJECT, Memory.Visibility.TEAM):
+            # A project's shared memory is also a statement in its packet, marked as from memory.
+            memory_card_record(
+                project=memory.project,
+                memory_id=memory.pk,
+                content=memory.content,
+                kind=memory.kind,
+                observed_at=memory.created_at,
+            )
         return Destination(table=Memory._meta.db_table, record_id=str(memory.pk))
 
     def pause(self, promotion: LearningPromotion) -> None:
         memory_share_set_status(promotion_id=promotion.pk, active=False)
+        self._cards(promotion, active=False)
 
     def resume(self, promotion: LearningPromotion) -> None:
         memory_share_set_status(promotion_id=promotion.pk, active=True)
+        self._cards(promotion, active=True)
 
     def retire(self, promotion: LearningPromotion) -> None:
         memory_share_set_status(promotion_id=promotion.pk, active=False, missing_ok=True)
+        self._cards(promotion, active=False)
+
+    def _cards(self, promotion: LearningPromotion, *, active: bool) -> None:
+        for memory_id in Memory.objects.filter(promotion_id=promotion.pk).values_list("pk", flat=True):
+            memory_card_set_status(memory_id=memory_id, active=active)
 
 
 class AgentLearningWriter:
@@ -288,12 +307,41 @@ class WorkflowWriter:
         workflow_share_set_status(promotion_id=promotion.pk, active=False, missing_ok=True)
 
 
+class PacketRuleWriter:
+    """A learned packet rule (``intelligence_packet_rules``): section order, a card type raised or
+    lowered, a shorter staleness window, a confirming source, a watched source. Proposed by the
+    packet-rule scan; the subject is the pattern the rule is about."""
+
+    subject_types: tuple[str, ...] = ("packet_rule",)
+
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
+        if not subject_id.strip():
+            raise ApplicationError("subject_id must name the rule's pattern.", field="subject_id")
+        return packet_rule_check(learning=learning)
+
+    def apply(self, promotion: LearningPromotion) -> Destination:
+        rule = packet_rule_create(
+            promotion_id=promotion.pk, project=promotion.project, learning=promotion.proposed_learning
+        )
+        return Destination(table=PacketRule._meta.db_table, record_id=str(rule.pk))
+
+    def pause(self, promotion: LearningPromotion) -> None:
+        packet_rule_set_status(promotion_id=promotion.pk, status=RuleStatus.PAUSED)
+
+    def resume(self, promotion: LearningPromotion) -> None:
+        packet_rule_set_status(promotion_id=promotion.pk, status=RuleStatus.ACTIVE)
+
+    def retire(self, promotion: LearningPromotion) -> None:
+        packet_rule_set_status(promotion_id=promotion.pk, status=RuleStatus.SUPERSEDED, missing_ok=True)
+
+
 WRITERS: dict[str, DestinationWriter] = {
     "task_example": TaskExampleWriter(),
     "retrieval_weight": RetrievalWeightWriter(),
     "memory": MemoryWriter(),
     "agent_learning": AgentLearningWriter(),
     "workflow": WorkflowWriter(),
+    "packet_rule": PacketRuleWriter(),
 }
 
 

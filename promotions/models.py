@@ -90,6 +90,7 @@ class Scanner(models.TextChoices):
     RETRIEVAL = "retrieval"
     AGENT_LEARNING = "agent_learning"
     TASK_EXAMPLE = "task_example"
+    PACKET_RULE = "packet_rule"
 
 
 class ScanStatus(models.TextChoices):

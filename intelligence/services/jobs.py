@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 # Each kind's handler: called with the claimed job (in no transaction); returns the job's result.
 HANDLERS: dict[str, str] = {}
+HANDLERS["signal_extraction"] = "intelligence.services.compile.signal_extraction_handle"
 
 
 def source_job_queue(

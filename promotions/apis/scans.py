@@ -49,12 +49,20 @@ class TaskExampleScanOutputSerializer(serializers.Serializer):
     proposed = serializers.IntegerField(help_text="New task-example candidates.")
 
 
+class PacketRuleScanOutputSerializer(serializers.Serializer):
+    card_marks = serializers.IntegerField(help_text="Recent card marks (useful, wrong, stale) not behind a promotion.")
+    summary_edits = serializers.IntegerField(help_text="Recent edits of owner-facing summaries read.")
+    groups = serializers.IntegerField(help_text="Consistent patterns found (card feedback, edits, coverage).")
+    proposed = serializers.IntegerField(help_text="New packet-rule candidates.")
+
+
 class ScanReportSerializer(serializers.Serializer):
     """Each finished scanner's report, by name."""
 
     retrieval = RetrievalScanOutputSerializer(required=False)
     agent_learning = AgentScanOutputSerializer(required=False)
     task_example = TaskExampleScanOutputSerializer(required=False)
+    packet_rule = PacketRuleScanOutputSerializer(required=False)
 
 
 class ScanInputSerializer(StrictInputSerializer):
