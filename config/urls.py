@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.handlers import api_route_not_found
 from config.health import healthz
+from intelligence import views as intelligence_views
 from learning import views as learning_views
 from promotions import views as promotion_views
 
@@ -19,6 +20,7 @@ api_v1 = [
     path("", include("learning.urls")),
     path("promotions/", include("promotions.urls")),
     path("retrieval/", include("retrieval.urls")),
+    path("intelligence/", include("intelligence.urls")),
 ]
 
 urlpatterns = [
@@ -33,6 +35,12 @@ urlpatterns = [
     path("console/promotions/<uuid:promotion_id>/", promotion_views.promotion_detail, name="console-promotion"),
     path(
         "console/promotions/<uuid:promotion_id>/<str:action>", promotion_views.promotion_action, name="console-action"
+    ),
+    path("console/intelligence/attribution/", intelligence_views.attribution_queue, name="console-attribution"),
+    path(
+        "console/intelligence/attribution/<int:candidate_id>/<str:decision>",
+        intelligence_views.attribution_decide,
+        name="console-attribution-decide",
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),

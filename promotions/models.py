@@ -90,6 +90,7 @@ class Scanner(models.TextChoices):
     RETRIEVAL = "retrieval"
     AGENT_LEARNING = "agent_learning"
     TASK_EXAMPLE = "task_example"
+    ATTRIBUTION = "attribution"
 
 
 class ScanStatus(models.TextChoices):

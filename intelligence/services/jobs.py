@@ -10,7 +10,7 @@ package, named in ``HANDLERS``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 # Each kind's handler: called with the claimed job (in no transaction); returns the job's result.
 HANDLERS: dict[str, str] = {}
+HANDLERS["attribution"] = "intelligence.services.attribution.attribution_job_handle"
 
 
 def source_job_queue(
@@ -129,3 +130,10 @@ def source_jobs_sweep(*, older_than_seconds: int | None = None) -> int:
     for job_id in ids:
         _publish(str(job_id))
     return len(ids)
+
+
+def documents_changed_queue_attribution(*, document_ids: Sequence[str]) -> None:
+    """The ``retrieval.hooks`` listener: one attribution job per changed document, in the import's
+    transaction (their tasks are queued when it commits)."""
+    for document in Document.objects.filter(pk__in=list(document_ids)).order_by("pk"):
+        source_job_queue(kind="attribution", document=document)
