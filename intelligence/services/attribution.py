@@ -315,8 +315,10 @@ def attribution_score(*, document: Document, profiles: Profiles | None = None) -
     ranked = sorted(totals, key=lambda p: (-totals[p], p))
     best = ranked[0]
     targets_of_best = [t for t in profiles.targets if t.project_id == best]
+    # The most specific target with evidence of its own: a scope that matched, else the project.
+    scopes = [t for t in targets_of_best if t.kind != TargetKind.PROJECT and per_target.get(t.target_id, 0.0) > 0]
     target = max(
-        targets_of_best,
+        scopes or targets_of_best,
         key=lambda t: (per_target.get(t.target_id, 0.0), t.kind == TargetKind.PROJECT, -t.target_id),
     )
     kept = sorted((e for e in evidence if project_of[e.target_id] == best), key=lambda e: -e.weight)
