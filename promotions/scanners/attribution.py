@@ -121,7 +121,7 @@ def attribution_scan(*, actor: Actor | None = None) -> AttributionScanReport:
         recurring.append((key, best))
     if not recurring:
         return report
-    recurring = _without_known(recurring)
+    known = _known(recurring)
     attributed = list(
         Document.objects.filter(project__isnull=False)
         .order_by("-imported_at")
@@ -177,7 +177,7 @@ def attribution_scan(*, actor: Actor | None = None) -> AttributionScanReport:
             )
         )
     proposals.sort(key=lambda item: -item[0])
-    chosen = _maximal([p for _, p in proposals])[: conf.ATTRIBUTION_SCAN_MAX_PROPOSALS]
+    chosen = _maximal([p for _, p in proposals], known)[: conf.ATTRIBUTION_SCAN_MAX_PROPOSALS]
     opened = promotions_propose_bulk(
         actor=actor, promotion_type="attribution_rule", subject_type=SUBJECT_TYPE, proposals=chosen
     )
@@ -189,8 +189,8 @@ def attribution_scan(*, actor: Actor | None = None) -> AttributionScanReport:
     return report
 
 
-def _without_known(recurring: list[tuple[tuple[str, str], int]]) -> list[tuple[tuple[str, str], int]]:
-    """Drop patterns that are already a rule, behind any promotion, or in the project's profile."""
+def _known(recurring: list[tuple[tuple[str, str], int]]) -> set[tuple[str, str]]:
+    """The patterns that are already a rule, behind any promotion, or in the project's profile."""
     subjects = {f"{kind}:{pattern}"[:255] for (kind, pattern), _ in recurring}
     behind = set(
         LearningPromotion.objects.filter(
@@ -207,34 +207,39 @@ def _without_known(recurring: list[tuple[tuple[str, str], int]]) -> list[tuple[t
         for values in [*lists[:-1], [lists[-1]]]:
             profile[project_id] |= {norm(str(value)) for value in values or []} - {""}
 
-    kept = []
+    known = set()
     for (kind, pattern), project_id in recurring:
         if f"{kind}:{pattern}"[:255] in behind or (kind, pattern) in ruled:
-            continue
-        if kind == "alias" and any(
-            contains_phrase(pattern, known) or contains_phrase(known, pattern) for known in profile[project_id]
+            known.add((kind, pattern))
+        elif kind == "alias" and any(
+            contains_phrase(pattern, name) or contains_phrase(name, pattern) for name in profile[project_id]
         ):
-            continue  # the profile's names say it already (or the phrase is a piece of one)
-        kept.append(((kind, pattern), project_id))
-    return kept
+            known.add((kind, pattern))  # the profile's names say it already (or the phrase is a piece of one)
+    return known
 
 
-def _maximal(proposals: list[Proposal]) -> list[Proposal]:
-    """Of phrases reviewed in the same documents, one inside the other ("harbour dig", "dig"),
-    keep the first (the best supported): they would be the same rule twice."""
-    kept: list[Proposal] = []
-    for proposal in proposals:
+def _maximal(proposals: list[Proposal], known: set[tuple[str, str]]) -> list[Proposal]:
+    """Phrases reviewed in exactly the same documents ("the dig", "dig flooded") would be the same
+    rule several times: keep one per document set, the one most attributed documents share (then
+    the one of more words, the safer), in the order given; none for a set one of whose patterns is
+    known already (a rule, a promotion, the profile)."""
+    best: dict[tuple[str, frozenset[str]], Proposal] = {}
+    order: list[tuple[str, frozenset[str]]] = []
+    covered: set[tuple[str, frozenset[str]]] = set()
+
+    def rank(proposal: Proposal) -> tuple[int, int]:
         learning: dict[str, Any] = proposal.proposed_learning
-        docs = set(learning["reviewed_documents"])
-        duplicate = any(
-            other.proposed_learning["match_kind"] == learning["match_kind"] == "alias"
-            and set(other.proposed_learning["reviewed_documents"]) == docs
-            and (
-                contains_phrase(other.proposed_learning["pattern"], learning["pattern"])
-                or contains_phrase(learning["pattern"], other.proposed_learning["pattern"])
-            )
-            for other in kept
-        )
-        if not duplicate:
-            kept.append(proposal)
-    return kept
+        return learning["support"]["attributed"], len(learning["pattern"].split())
+
+    for proposal in proposals:
+        learning = proposal.proposed_learning
+        key = (learning["match_kind"], frozenset(learning["reviewed_documents"]))
+        if (learning["match_kind"], learning["pattern"]) in known:
+            covered.add(key)
+            continue
+        if key not in best:
+            order.append(key)
+            best[key] = proposal
+        elif rank(proposal) > rank(best[key]):
+            best[key] = proposal
+    return [best[key] for key in order if key not in covered]
