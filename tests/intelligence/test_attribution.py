@@ -8,6 +8,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from accounts.actors import Actor
+from bench.intelligence_corpus import generate
 from feedback.models import FeedbackEvent
 from intelligence.models import (
     DocumentAttributionCandidate,
@@ -211,3 +212,46 @@ def test_the_command_scores_again_the_documents_without_a_project(projects, caps
     call_command("intelligence_attribute")
     assert "1 attributed, 1 unattributed" in capsys.readouterr().out
     assert Document.objects.get(pk="d1").project_id == projects["depot"].project_id
+
+
+def test_an_unchanged_reimport_queues_no_attribution_job(projects, django_capture_on_commit_callbacks):
+    items = [DocumentInput(id="a", raw_text="Pour the slab."), DocumentInput(id="b", raw_text="Strip the forms.")]
+    with django_capture_on_commit_callbacks(execute=False):
+        documents_import(actor=Actor.for_system(), items=items)
+        documents_import(actor=Actor.for_system(), items=items)
+    assert sorted(SourceIntelligenceJob.objects.filter(kind="attribution").values_list("document_ref", flat=True)) == [
+        "a",
+        "b",
+    ]
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_on_corpora_not_used_for_tuning_automatic_attributions_are_precise(seed):
+    """Seeds of bench/intelligence_corpus.py other than the tuning seed (1): precision of the
+    automatic attributions, and no document of no project attributed."""
+    corpus = generate(seed=seed, projects=5, documents=120)
+    for spec in corpus.projects:
+        factories.IntelligenceTargetFactory(
+            project=factories.ProjectFactory(slug=spec.slug, name=spec.name),
+            name=spec.name,
+            **spec.profile(corpus.shared_people[spec.slug]),
+        )
+    for item in corpus.documents:
+        if item.imported_project:
+            continue
+        factories.DocumentFactory(
+            id=item.id,
+            title=item.title,
+            raw_text=item.raw_text,
+            url=item.url,
+            participants=item.participants,
+            metadata=item.metadata,
+            source_system=item.source_system,
+        )
+        document_attribute(document_id=item.id)
+    truth = {item.id: item.truth for item in corpus.documents if not item.imported_project}
+    attributed = dict(Document.objects.filter(project__isnull=False).values_list("pk", "project__slug"))
+    correct = sum(truth[pk] == slug for pk, slug in attributed.items())
+    assert correct / len(attributed) >= 0.97
+    assert correct / sum(1 for t in truth.values() if t) >= 0.25
+    assert not any(truth[pk] is None for pk in attributed)
