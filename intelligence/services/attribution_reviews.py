@@ -63,7 +63,9 @@ def attribution_candidate_decide(
             raise NotFoundError("No such attribution candidate.")
         if candidate.status != AttributionStatus.CANDIDATE:
             raise Conflict(f"This candidate was already {candidate.status}.", field="status")
-        document = Document.objects.select_for_update().select_related("project").get(pk=candidate.document_id)
+        document = (
+            Document.objects.select_for_update(of=("self",)).select_related("project").get(pk=candidate.document_id)
+        )
         if corrected is not None and corrected.pk == candidate.target_id:
             raise ApplicationError("The correction names the candidate's own target: approve it.", field="target")
         before = _snapshot(candidate, document)

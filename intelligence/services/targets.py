@@ -115,7 +115,12 @@ def target_create(
 def target_update(*, actor: Actor, target_id: int, changes: dict[str, Any]) -> IntelligenceTarget:
     """Change a target's name, profile lists or active flag (the fields given)."""
     with transaction.atomic():
-        target = IntelligenceTarget.objects.select_for_update().select_related("project").filter(pk=target_id).first()
+        target = (
+            IntelligenceTarget.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(pk=target_id)
+            .first()
+        )
         if target is None:
             raise NotFoundError("No such target.")
         if not _may_edit_targets(actor, target.project):
