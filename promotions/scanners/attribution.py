@@ -62,7 +62,9 @@ def _features(document: Document) -> DocumentFeatures:
 def _patterns(document: Document, features: DocumentFeatures) -> set[tuple[str, str]]:
     """The (match_kind, pattern) pairs a document offers a rule."""
     phrases = ngrams(f"{document.title}\n{document.raw_text}")
-    found = {("alias", g) for g in phrases if len(g) >= MIN_PHRASE_CHARS}
+    # A number recurs by coincidence ("payment application 13" in three reviewed documents): job
+    # numbers belong in the profile, not in a learned phrase.
+    found = {("alias", g) for g in phrases if len(g) >= MIN_PHRASE_CHARS and not any(w.isdigit() for w in g.split())}
     found |= {("path", folder) for folder in features.paths if folder.count("/") >= 2}
     found |= {("participant", person) for person in features.participants if "@" in person}
     found |= {("domain", domain) for domain in features.domains if domain not in PUBLIC_DOMAINS}

@@ -162,3 +162,11 @@ def test_a_proposal_by_hand_is_checked_by_the_writer(world, targets, learning):
     )
     assert response.status_code == 400, response.content
     assert not LearningPromotion.objects.exists()
+
+
+@override_settings(ATTRIBUTION_SCAN_MIN_CORRECTIONS=3)
+def test_a_phrase_with_a_number_is_never_learned(world, targets):
+    for number in range(3):
+        corrected(world, targets, number, f"Payment application 13 attached ({'abc'[number]}).")
+    attribution_scan(actor=world.actor("admin"))
+    assert not LearningPromotion.objects.filter(subject_id__contains="13").exists()
