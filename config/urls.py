@@ -53,6 +53,12 @@ urlpatterns = [
         intelligence_views.review_action,
         name="console-intelligence-review-action",
     ),
+    path("console/intelligence/attribution/", intelligence_views.attribution_queue, name="console-attribution"),
+    path(
+        "console/intelligence/attribution/<int:candidate_id>/<str:decision>",
+        intelligence_views.attribution_decide,
+        name="console-attribution-decide",
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     # The preference management API where existing clients of the source design call it.

@@ -13,7 +13,10 @@ from django.db.models.functions import Coalesce
 from accounts.actors import Actor
 from accounts.models import Project
 from accounts.selectors import project_list
+from feedback.models import EventFamily, FeedbackEvent
 from intelligence.models import (
+    AttributionStatus,
+    DocumentAttributionCandidate,
     InsightCard,
     InsightCardEvidence,
     IntelligencePacket,
@@ -160,6 +163,34 @@ def card_get(*, actor: Actor, card_id: str) -> InsightCard | None:
     )
 
 
+def target_get(*, actor: Actor, target_id: int) -> IntelligenceTarget | None:
+    """One target, if the actor may read its project."""
+    return targets_visible(actor=actor).select_related("project").filter(pk=target_id).first()
+
+
+def attribution_candidates(*, actor: Actor, status: str = AttributionStatus.CANDIDATE) -> QuerySet:
+    """The attribution review queue (staff admins only: it shows documents of every project),
+    oldest first, with the document and target each row shows."""
+    if not actor.is_admin:
+        return DocumentAttributionCandidate.objects.none()
+    return (
+        DocumentAttributionCandidate.objects.filter(status=status)
+        .select_related("document", "target__project", "decided_by")
+        .order_by("created_at", "pk")
+    )
+
+
+def attribution_candidate_get(*, actor: Actor, candidate_id: int) -> DocumentAttributionCandidate | None:
+    """One candidate of any status, for a staff admin."""
+    if not actor.is_admin:
+        return None
+    return (
+        DocumentAttributionCandidate.objects.select_related("document", "target__project", "decided_by")
+        .filter(pk=candidate_id)
+        .first()
+    )
+
+
 def document_of_project(*, project: Project, document_id: str) -> Document | None:
     """A document that backs evidence of a card in ``project`` (what a packet's source link opens)."""
     backing = InsightCardEvidence.objects.filter(card__project=project, document_id=document_id)
@@ -181,3 +212,17 @@ def reviews_list(*, actor: Actor) -> QuerySet[IntelligenceReview]:
 def review_get(*, actor: Actor, review_id: str) -> IntelligenceReview | None:
     """One card review, for staff admins."""
     return reviews_list(actor=actor).filter(pk=review_id).first()
+
+
+def attribution_queue_targets() -> QuerySet[IntelligenceTarget]:
+    """The active targets a reviewer may correct a candidate to."""
+    return IntelligenceTarget.objects.filter(active=True).select_related("project").order_by("project__slug", "slug")
+
+
+def attribution_activity(*, limit: int = 20) -> QuerySet:
+    """The newest attribution events (automatic decisions and reviews), for the console."""
+    return (
+        FeedbackEvent.objects.filter(event_family=EventFamily.ATTRIBUTION)
+        .select_related("user", "project")
+        .order_by("-created_at")[:limit]
+    )

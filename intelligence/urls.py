@@ -2,10 +2,27 @@
 
 from django.urls import path
 
-from intelligence.apis import cards, packets, reviews
+from intelligence.apis import attribution, cards, packets, reviews, targets
 
 urlpatterns = [
-    # --- the packet/card loop and the card-review queue ------------------------------------------
+    # --- targets and attribution ---
+    path("targets", targets.TargetListCreateApi.as_view(), name="intelligence-targets"),
+    path("targets/<int:target_id>", targets.TargetDetailApi.as_view(), name="intelligence-target"),
+    path("attribution/candidates", attribution.CandidateListApi.as_view(), name="attribution-candidates"),
+    path(
+        "attribution/candidates/<int:candidate_id>",
+        attribution.CandidateDetailApi.as_view(),
+        name="attribution-candidate",
+    ),
+    *[
+        path(
+            f"attribution/candidates/<int:candidate_id>/{decision}",
+            attribution.CandidateDecisionApi.as_view(decision=decision),
+            name=f"attribution-candidate-{decision}",
+        )
+        for decision in ("approve", "reject", "correct")
+    ],
+    # --- the packet/card loop and the card-review queue ---
     path("projects/<slug:project_slug>/packet", packets.PacketCurrentApi.as_view(), name="intelligence-packet"),
     path("cards/<uuid:card_id>", cards.CardDetailApi.as_view(), name="intelligence-card"),
     path("cards/<uuid:card_id>/feedback", cards.CardFeedbackApi.as_view(), name="intelligence-card-feedback"),

@@ -1,5 +1,5 @@
 """Server-rendered pages: a project's intelligence (its packet, cards, evidence and the readers' marks,
-for the project's members and staff) and the card-review queue of the console (staff)."""
+for the project's members and staff), and the console's card-review and attribution queues (staff)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from django.views.decorators.http import require_POST
 from accounts.actors import Actor
 from config.exceptions import ApplicationError
 from intelligence import selectors
-from intelligence.models import ReviewStatus
+from intelligence.models import AttributionStatus, ReviewStatus
+from intelligence.services.attribution_reviews import DECISIONS as ATTRIBUTION_DECISIONS
+from intelligence.services.attribution_reviews import attribution_candidate_decide
 from intelligence.services.reviews import DECISIONS, review_decide
 
 REVIEW_TABS = tuple(ReviewStatus.values)
@@ -84,3 +86,51 @@ def review_action(request: HttpRequest, review_id: str, decision: str) -> HttpRe
     except ApplicationError as exc:
         messages.error(request, exc.message)
     return redirect("console-intelligence-reviews")
+
+
+# --- the attribution queue -----------------------------------------------------------------------
+
+ATTRIBUTION_TABS = AttributionStatus.values
+ATTRIBUTION_PAST = {"approve": "approved", "reject": "rejected", "correct": "corrected"}
+
+
+@staff_member_required
+def attribution_queue(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", AttributionStatus.CANDIDATE)
+    if status not in ATTRIBUTION_TABS:
+        status = AttributionStatus.CANDIDATE
+    actor = Actor.from_request(request)
+    rows = selectors.attribution_candidates(actor=actor, status=status)
+    if status != AttributionStatus.CANDIDATE:
+        rows = rows.order_by("-decided_at", "-pk")
+    return render(
+        request,
+        "intelligence/console_attribution.html",
+        {
+            "tabs": ATTRIBUTION_TABS,
+            "status": status,
+            "rows": list(rows[:100]),
+            "targets": list(selectors.attribution_queue_targets()),
+            "activity": selectors.attribution_activity(),
+        },
+    )
+
+
+@staff_member_required
+@require_POST
+def attribution_decide(request: HttpRequest, candidate_id: int, decision: str) -> HttpResponse:
+    if decision not in ATTRIBUTION_DECISIONS:
+        raise Http404("No such decision.")
+    target = request.POST.get("target", "")
+    try:
+        attribution_candidate_decide(
+            actor=Actor.from_request(request),
+            candidate_id=candidate_id,
+            decision=decision,
+            target_id=int(target) if target.isdigit() else None,
+            notes=request.POST.get("notes", "")[:10_000],
+        )
+        messages.success(request, f"Candidate {candidate_id} {ATTRIBUTION_PAST[decision]}.")
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    return redirect("console-attribution")

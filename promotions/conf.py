@@ -80,6 +80,24 @@ class PromotionsSettings(AppSettings):
     PACKET_RULE_SCAN_MAX_PACKETS = Tunable(
         1000, minimum=1, maximum=100_000, doc="current packets whose coverage one packet-rule scan reads"
     )
+    # Attribution rules (promotions/scanners/attribution.py): a phrase, folder, participant or sender
+    # domain seen in this many reviewed attributions to one project, and (nearly) nowhere else.
+    ATTRIBUTION_SCAN_MIN_CORRECTIONS = Tunable(
+        3, minimum=2, maximum=1000, doc="reviewed attributions to one project a pattern needs to become a rule"
+    )
+    ATTRIBUTION_SCAN_MAX_COMPETING = Tunable(
+        0.05,
+        minimum=0.0,
+        maximum=0.5,
+        doc="largest share of the pattern's attributed documents another single project may hold",
+    )
+    ATTRIBUTION_SCAN_DAYS = Tunable(180, minimum=1, maximum=3650, doc="days of attribution reviews the scan reads")
+    ATTRIBUTION_SCAN_MAX_DOCUMENTS = Tunable(
+        20_000, minimum=100, maximum=1_000_000, doc="attributed documents read for the competing support of patterns"
+    )
+    ATTRIBUTION_SCAN_MAX_PROPOSALS = Tunable(
+        20, minimum=1, maximum=1000, doc="attribution-rule candidates one scan opens at most"
+    )
     # A scan run that is still queued or running after this long was lost (its worker died, its
     # message never arrived): it is marked failed, so a new scan of that kind can be queued.
     SCAN_RUN_STALE_SECONDS = Tunable(

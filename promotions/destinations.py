@@ -18,9 +18,14 @@ from config.exceptions import ApplicationError
 from core.ids import parse_uuid
 from feedback.models import FeedbackEvent, TaskFeedback
 from feedback.services.task_feedback import task_feedback_set_promoted
-from intelligence.models import PacketRule, RuleStatus
+from intelligence.models import AttributionRule, IntelligenceTarget, PacketRule, RuleStatus
+from intelligence.services.attribution_rules import (
+    attribution_rule_create,
+    attribution_rule_set_status,
+    rule_pattern_normalise,
+)
 from intelligence.services.compile import memory_card_record, memory_card_set_status
-from intelligence.services.rules import packet_rule_check, packet_rule_create, packet_rule_set_status
+from intelligence.services.packet_rules import packet_rule_check, packet_rule_create, packet_rule_set_status
 from learning.context.cache import context_invalidate_shared
 from learning.models import AgentLearning, LearnedWorkflow, Memory
 from learning.safety import steering_reasons
@@ -335,6 +340,39 @@ class PacketRuleWriter:
         packet_rule_set_status(promotion_id=promotion.pk, status=RuleStatus.SUPERSEDED, missing_ok=True)
 
 
+class AttributionRuleWriter:
+    """A learned attribution rule (``intelligence_attribution_rules``): documents matching the
+    pattern (a phrase, folder, participant or sender domain) count as evidence for the target.
+    Proposed by the attribution scan; the subject is the pattern ("alias:the dig")."""
+
+    subject_types: tuple[str, ...] = ("attribution_pattern",)
+
+    def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
+        target_id = learning.get("target_id")
+        if not isinstance(target_id, int) or isinstance(target_id, bool):
+            raise ApplicationError("An attribution rule names its target_id (a number).", field="proposed_learning")
+        if not IntelligenceTarget.objects.filter(pk=target_id, active=True).exists():
+            raise ApplicationError(f"No active target {target_id}.", field="proposed_learning")
+        kind = learning.get("match_kind")
+        if not isinstance(kind, str) or not isinstance(learning.get("pattern"), str):
+            raise ApplicationError("match_kind and pattern must be text.", field="proposed_learning")
+        pattern = rule_pattern_normalise(match_kind=kind, pattern=learning["pattern"])
+        return {**learning, "pattern": pattern}
+
+    def apply(self, promotion: LearningPromotion) -> Destination:
+        rule = attribution_rule_create(promotion_id=promotion.pk, learning=promotion.proposed_learning)
+        return Destination(table=AttributionRule._meta.db_table, record_id=str(rule.pk))
+
+    def pause(self, promotion: LearningPromotion) -> None:
+        attribution_rule_set_status(promotion_id=promotion.pk, status=RuleStatus.PAUSED)
+
+    def resume(self, promotion: LearningPromotion) -> None:
+        attribution_rule_set_status(promotion_id=promotion.pk, status=RuleStatus.ACTIVE)
+
+    def retire(self, promotion: LearningPromotion) -> None:
+        attribution_rule_set_status(promotion_id=promotion.pk, status=RuleStatus.SUPERSEDED, missing_ok=True)
+
+
 WRITERS: dict[str, DestinationWriter] = {
     "task_example": TaskExampleWriter(),
     "retrieval_weight": RetrievalWeightWriter(),
@@ -342,6 +380,7 @@ WRITERS: dict[str, DestinationWriter] = {
     "agent_learning": AgentLearningWriter(),
     "workflow": WorkflowWriter(),
     "packet_rule": PacketRuleWriter(),
+    "attribution_rule": AttributionRuleWriter(),
 }
 
 

@@ -91,6 +91,7 @@ class Scanner(models.TextChoices):
     AGENT_LEARNING = "agent_learning"
     TASK_EXAMPLE = "task_example"
     PACKET_RULE = "packet_rule"
+    ATTRIBUTION = "attribution"
 
 
 class ScanStatus(models.TextChoices):

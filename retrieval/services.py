@@ -674,3 +674,11 @@ def project_settings_set(
         project=project, defaults={"exploration_share": exploration_share}
     )
     return row
+
+
+def document_set_project(*, document: Document, project_id: int | None) -> Document:
+    """Set the project a document belongs to (attribution, or a reviewer's decision): its search
+    visibility follows. The caller holds the document's row lock."""
+    document.project_id = project_id
+    document.save(update_fields=["project", "updated_at"])
+    return document

@@ -10,7 +10,7 @@ package, named in ``HANDLERS``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 # Each kind's handler: called with the claimed job (in no transaction); returns the job's result.
 HANDLERS: dict[str, str] = {}
 HANDLERS["signal_extraction"] = "intelligence.services.compile.signal_extraction_handle"
+HANDLERS["attribution"] = "intelligence.services.attribution.attribution_job_handle"
 
 
 def source_job_queue(
@@ -130,3 +131,11 @@ def source_jobs_sweep(*, older_than_seconds: int | None = None) -> int:
     for job_id in ids:
         _publish(str(job_id))
     return len(ids)
+
+
+def documents_changed_queue_attribution(*, document_ids: Sequence[str]) -> None:
+    """The ``retrieval.hooks`` listener: one attribution job per changed document that has no project,
+    in the import's transaction (their tasks are queued when it commits). A document imported with a
+    project is compiled at once (``compile.documents_changed_compile``)."""
+    for document in Document.objects.filter(pk__in=list(document_ids), project__isnull=True).order_by("pk"):
+        source_job_queue(kind="attribution", document=document)

@@ -1,5 +1,6 @@
 """Scanners: rules that turn repeated evidence into promotion candidates, one module each
-(``retrieval``, ``agent_learning``, ``task_example``, ``packet_rule``), run through ``promotions_scan``.
+(``retrieval``, ``agent_learning``, ``task_example``, ``packet_rule``, ``attribution``), run through
+``promotions_scan``.
 
 A scan is background work: the API, the console and the beat schedule queue a ``ScanRun``
 (see ``promotions.scans``), and a worker runs it through here."""
@@ -13,6 +14,7 @@ from accounts.actors import Actor
 from config.exceptions import ApplicationError
 from promotions.models import Scanner
 from promotions.scanners.agent_learning import agent_learning_scan
+from promotions.scanners.attribution import attribution_scan
 from promotions.scanners.packet_rule import packet_rule_scan
 from promotions.scanners.retrieval import retrieval_scan
 from promotions.scanners.task_example import task_example_scan
@@ -23,6 +25,7 @@ SCANNERS: dict[str, Callable[..., Any]] = {
     Scanner.AGENT_LEARNING: agent_learning_scan,
     Scanner.TASK_EXAMPLE: task_example_scan,
     Scanner.PACKET_RULE: packet_rule_scan,
+    Scanner.ATTRIBUTION: attribution_scan,
 }
 
 # Progress of a scan: (scanner starting now, its 0-based step, number of steps, reports so far).

@@ -16,8 +16,10 @@ from tests.conftest import World
 from tests.factories import (
     ChatMessageFactory,
     ChunkFactory,
+    DocumentAttributionCandidateFactory,
     DocumentFactory,
     FeedbackEventFactory,
+    IntelligenceTargetFactory,
     LearnedWorkflowFactory,
     LearningPromotionFactory,
     MemoryFactory,
@@ -62,6 +64,16 @@ def _promotion(world: World, status: str) -> str:
     return str(promotion.pk)
 
 
+def _attribution_ids(world: World) -> dict[str, int]:
+    """apollo's target, and an open candidate (for another project's target) of an unattributed document."""
+    target = IntelligenceTargetFactory(project=world.project)
+    other_target = IntelligenceTargetFactory()
+    candidate = DocumentAttributionCandidateFactory(
+        document=DocumentFactory(id="unattributed-doc"), target=other_target
+    )
+    return {"target": target.pk, "attribution_candidate": candidate.pk}
+
+
 @pytest.fixture
 def access_world(world: World) -> AccessWorld:
     owner, project = world.owner, world.project
@@ -93,5 +105,6 @@ def access_world(world: World) -> AccessWorld:
         "scan": ScanRunFactory(requested_by=world.admin).pk,
         "run": command_run(world.client("owner"), output="Hi team, the report is attached.")["run_id"],
         **loop_access_ids(project),
+        **_attribution_ids(world),
     }
     return AccessWorld(world=world, ids={name: str(value) for name, value in ids.items()})

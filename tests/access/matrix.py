@@ -245,4 +245,40 @@ OPERATIONS: list[Op] = [
     Op("GET", "intelligence/reviews", staff_only(SEES), sees=Sees("results", "card_review")),
     Op("POST", "intelligence/reviews/{card_review}/approve", staff_only(200), body={"notes": "It shipped."}),
     Op("POST", "intelligence/reviews/{card_review}/reject", staff_only(200)),
+    # --- intelligence: targets and attribution ------------------------------------------------
+    Op("GET", "intelligence/targets", everyone(SEES, other=BLIND), sees=Sees("results", "target")),
+    Op(
+        "POST",
+        "intelligence/targets",
+        # Staff admins and the project's admins (nobody in this world); members read only.
+        everyone(403, admin=201),
+        body={"project": "apollo", "name": "Tower B", "kind": "building", "aliases": ["Tower B", "Block Bravo"]},
+    ),
+    Op("GET", "intelligence/targets/{target}", everyone(200, other=404)),
+    Op(
+        "PATCH",
+        "intelligence/targets/{target}",
+        everyone(403, admin=200, other=404),
+        body={"aliases": ["Apollo One"], "external_ids": ["P-1042"]},
+    ),
+    Op(
+        "GET",
+        "intelligence/attribution/candidates",
+        staff_only(SEES),
+        sees=Sees("results", "attribution_candidate"),
+    ),
+    Op("GET", "intelligence/attribution/candidates/{attribution_candidate}", staff_only(200)),
+    Op("POST", "intelligence/attribution/candidates/{attribution_candidate}/approve", staff_only(200)),
+    Op(
+        "POST",
+        "intelligence/attribution/candidates/{attribution_candidate}/reject",
+        staff_only(200),
+        body={"notes": "a newsletter"},
+    ),
+    Op(
+        "POST",
+        "intelligence/attribution/candidates/{attribution_candidate}/correct",
+        staff_only(200),
+        body={"target": "{target}", "notes": "the team calls it the Dig"},
+    ),
 ]
