@@ -172,9 +172,7 @@ def test_an_unknown_run_is_a_404(world):
 def test_an_unknown_scanner_is_a_400_naming_the_accepted_ones(world, body):
     response = world.client("admin").post(SCAN, body, format="json")
     assert response.status_code == 400
-    assert response.json()["error"]["fields"]["scanner"] == [
-        "scanner must be one of all, retrieval, agent_learning, task_example."
-    ]
+    assert response.json()["error"]["fields"]["scanner"] == [f"scanner must be one of {', '.join(Scanner.values)}."]
     assert not ScanRun.objects.exists()
 
 
