@@ -394,3 +394,20 @@ def test_the_ledger_lists_by_path_and_shows_the_rule(world):
     assert world.client("member").get("/api/v1/promotions/", {"promotion_path": "eval_failure"}).status_code == 403
     page = world.session_client("admin").get(f"/console/promotions/{listed[0]['id']}/").content.decode()
     assert "deterministic_eval_failure" in page
+
+
+def test_erasing_a_user_removes_their_quotes_from_a_task_rating_prompt(world):
+    from promotions.erasure import user_erase
+
+    theirs, mine = "No owner and no due date on this task", "The task has no owner and no due date"
+    rate_bad(world, "owner", "Review the crane schedule", mine)
+    rate_bad(world, "member", "Review the crane schedule again", theirs)
+    task_rating_scan()
+    learning = AgentLearning.objects.get()
+    assert theirs in learning.prevention_prompt
+    user_erase(actor=world.actor("admin"), user=world.member)
+    learning.refresh_from_db()
+    assert theirs not in learning.prevention_prompt
+    assert "(erased)" in learning.prevention_prompt
+    assert mine in learning.prevention_prompt  # the other user's evidence stays
+    assert [e["reason"] for e in learning.evidence] == [mine]
