@@ -27,12 +27,21 @@ def convert_targets(apps, schema_editor):
         Promotion.objects.filter(target_id__in=[text for text in texts if text.strip() == str(pk)]).update(
             target_ref_id=pk
         )
+    _check_now(schema_editor)
+
+
+def _check_now(schema_editor):
+    # PostgreSQL refuses to ALTER a table with deferred foreign-key checks still pending in the
+    # transaction (the rows just updated): run them now.
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 def restore_targets(apps, schema_editor):
     Promotion = apps.get_model("promotions", "LearningPromotion")
     for pk, target in Promotion.objects.exclude(target_ref=None).values_list("pk", "target_ref_id"):
         Promotion.objects.filter(pk=pk).update(target_id=str(target))
+    _check_now(schema_editor)
 
 
 def candidates_expire_at(apps, schema_editor):
@@ -42,6 +51,7 @@ def candidates_expire_at(apps, schema_editor):
     days = timedelta(days=promotions_settings.CANDIDATE_EXPIRY_DAYS)
     for pk, created_at in Promotion.objects.filter(status="candidate", expires_at=None).values_list("pk", "created_at"):
         Promotion.objects.filter(pk=pk).update(expires_at=created_at + days)
+    _check_now(schema_editor)
 
 
 class Migration(migrations.Migration):

@@ -17,6 +17,7 @@ from feedback.services.task_feedback import task_feedback_record
 from learning.models import AgentLearning
 from learning.services.agent import response_feedback_record
 from learning.services.taste import command_run_record
+from promotions.erasure import user_erase
 from promotions.models import LearningPromotion
 from promotions.risk import risk_classify
 from promotions.scanners.agent_learning import agent_learning_scan
@@ -397,8 +398,6 @@ def test_the_ledger_lists_by_path_and_shows_the_rule(world):
 
 
 def test_erasing_a_user_removes_their_quotes_from_a_task_rating_prompt(world):
-    from promotions.erasure import user_erase
-
     theirs, mine = "No owner and no due date on this task", "The task has no owner and no due date"
     rate_bad(world, "owner", "Review the crane schedule", mine)
     rate_bad(world, "member", "Review the crane schedule again", theirs)
