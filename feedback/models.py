@@ -54,8 +54,8 @@ ERASED_WRITER = "erased"
 ANONYMISED: dict[str, Any] = {
     "user": None,
     "free_text": "",
-    "before_snapshot": None,
-    "after_snapshot": None,
+    "before_snapshot": {},
+    "after_snapshot": {},
     "source_context": {},
     "metadata": {},
     "session_id": "",
@@ -64,6 +64,13 @@ ANONYMISED: dict[str, Any] = {
 }
 ERASURE_SETTING = "ai_feedback_events.erasure"
 ERASURE_EVENT_TYPE = "user_erased"
+# The other audited change: when a project or an intelligence target is deleted, the events that
+# name it lose that one reference (project to null, target_id to ""), under the id of the
+# ``project_deleted`` / ``target_deleted`` event that records the deletion; nothing else changes.
+# The PostgreSQL trigger (migration 0004) enforces exactly this.
+DETACH_SETTING = "ai_feedback_events.detach"
+PROJECT_DELETED_EVENT_TYPE = "project_deleted"
+TARGET_DELETED_EVENT_TYPE = "target_deleted"
 
 
 class AppendOnlyQuerySet(models.QuerySet):
@@ -81,6 +88,26 @@ class AppendOnlyQuerySet(models.QuerySet):
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT set_config(%s, '', true)", [ERASURE_SETTING])
         return rows
+
+    def detach(self, *, project_id: int | None = None, target_id: str = "", deletion_event_id: uuid.UUID) -> int:
+        """The audited exception for deletions, for ``feedback.services.detach`` alone: the events of
+        ``project_id`` lose their project, or those naming ``target_id`` lose it, under the id of the
+        ``project_deleted`` / ``target_deleted`` event that records it (PostgreSQL's trigger checks
+        that event exists, names this project or target, and that nothing else changes)."""
+        if (project_id is None) == (not target_id):
+            raise ValueError("detach one project or one target")
+        rows = self.filter(project_id=project_id) if project_id is not None else self.filter(target_id=target_id)
+        values: dict[str, Any] = {"project": None} if project_id is not None else {"target_id": ""}
+        connection = connections[self.db]
+        with transaction.atomic(using=self.db):
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config(%s, %s, true)", [DETACH_SETTING, str(deletion_event_id)])
+            count = models.QuerySet.update(rows, **values)
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config(%s, '', true)", [DETACH_SETTING])
+        return count
 
     def update(self, **kwargs: Any) -> NoReturn:
         raise AppendOnlyError("Feedback events are append-only: they cannot be updated.")
@@ -100,7 +127,9 @@ class FeedbackEvent(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
-    # PROTECT: an append-only stream cannot cascade-delete; deactivate users instead.
+    # PROTECT: an append-only stream cannot cascade-delete or set null by itself; erasing a user
+    # (``feedback.services.erasure``) or deleting a project (``feedback.services.detach``) clears
+    # the reference first, audited.
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -117,8 +146,9 @@ class FeedbackEvent(models.Model):
     signal = models.CharField(max_length=32, choices=Signal.choices)
     reason_category = models.CharField(max_length=100, blank=True, default="")
     free_text = models.TextField(blank=True, default="")
-    before_snapshot = models.JSONField(null=True, blank=True)
-    after_snapshot = models.JSONField(null=True, blank=True)
+    # {} when a surface sends none (null only on rows written before that default).
+    before_snapshot = models.JSONField(default=dict, null=True, blank=True)
+    after_snapshot = models.JSONField(default=dict, null=True, blank=True)
     source_context = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # Beyond the source design: access and idempotency.
@@ -171,7 +201,8 @@ class TaskFeedback(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # A rating outlives its project (the evidence stays, unscoped).
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     task_snapshot = models.JSONField()
     rating = models.CharField(max_length=8, choices=Rating.choices)
     reason = models.TextField(blank=True, default="")

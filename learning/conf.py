@@ -45,6 +45,9 @@ class LearningSettings(AppSettings):
     CONTEXT_MAX_TASK_EXAMPLES = Tunable(
         3, minimum=0, maximum=20, doc="Approved task examples injected for task generation at most."
     )
+    CONTEXT_MAX_PACKET_CARDS = Tunable(
+        5, minimum=0, maximum=20, doc="Cards of the target's packet (one excerpt each) shown to task generation."
+    )
 
     # Workflows.
     WORKFLOW_CONTEXT_MIN_SIMILARITY = Tunable(

@@ -9,7 +9,7 @@ class LearningPromotionAdmin(ReadOnlyAdmin):
     """Read-only here: lifecycle actions go through the API (and its audit trail)."""
 
     list_display = ("created_at", "promotion_type", "subject_type", "subject_id", "status", "confidence", "reviewed_by")
-    list_filter = ("status", "promotion_type", "risk_level")
+    list_filter = ("status", "promotion_type", "risk_level", "promotion_path")
     search_fields = ("subject_id", "review_notes")
     list_select_related = ("reviewed_by", "project")
 

@@ -98,6 +98,29 @@ class PromotionsSettings(AppSettings):
     ATTRIBUTION_SCAN_MAX_PROPOSALS = Tunable(
         20, minimum=1, maximum=1000, doc="attribution-rule candidates one scan opens at most"
     )
+    # Candidates expire unless someone decides within this many days (promotions_expire runs daily).
+    CANDIDATE_EXPIRY_DAYS = Tunable(
+        30, minimum=1, maximum=3650, doc="days a candidate waits for a decision before it expires"
+    )
+    # Repeated tool failures: failed runs of one tool whose error signatures are this similar.
+    TOOL_FAILURE_MIN_SUPPORT = Tunable(2, minimum=2, maximum=1000, doc="failed runs a repeated tool failure needs")
+    TOOL_FAILURE_SIMILARITY = Tunable(
+        0.6, minimum=0.0, maximum=1.0, doc="error-signature similarity at which two failed runs are the same failure"
+    )
+    TOOL_FAILURE_DAYS = Tunable(30, minimum=1, maximum=3650, doc="days of failed tool runs the scan reads")
+    # Bad task ratings: a reason this similar to an open candidate's evidence reinforces it.
+    TASK_RATING_SIMILARITY = Tunable(
+        0.6, minimum=0.0, maximum=1.0, doc="similarity at which a bad task rating reinforces a candidate"
+    )
+    TASK_RATING_DAYS = Tunable(30, minimum=1, maximum=3650, doc="days of bad task ratings the scan reads")
+    # Workflow outcomes: a rated task whose outcomes succeed with a Wilson lower bound of at least this
+    # (at WORKFLOW_OUTCOME_Z) is a high-confidence outcome. 0.6 at z 1.28: three successes and no failure.
+    WORKFLOW_OUTCOME_MIN_CONFIDENCE = Tunable(
+        0.6, minimum=0.0, maximum=1.0, doc="lower bound of the success share a high-confidence workflow outcome needs"
+    )
+    WORKFLOW_OUTCOME_Z = Tunable(1.28, minimum=0.0, maximum=5.0, doc="z of the workflow-outcome confidence bound")
+    WORKFLOW_OUTCOME_DAYS = Tunable(90, minimum=1, maximum=3650, doc="days of workflow outcomes the scan reads")
+    EVAL_FAILURE_DAYS = Tunable(30, minimum=1, maximum=3650, doc="days of eval failures the scan reads")
     # A scan run that is still queued or running after this long was lost (its worker died, its
     # message never arrived): it is marked failed, so a new scan of that kind can be queued.
     SCAN_RUN_STALE_SECONDS = Tunable(

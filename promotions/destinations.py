@@ -242,13 +242,24 @@ class AgentLearningWriter:
     """A prevention prompt from repeated thumbs-down on similar responses (``agent_learnings``).
     Proposed by the agent-learning scan; the subject is the first thumbs-down of the group."""
 
-    subject_types: tuple[str, ...] = ("response_feedback",)
+    # The subject: the first thumbs-down of a group, the first failed run of a tool, the first
+    # deterministic eval failure, or a task rated bad (see promotions/scanners).
+    subject_types: tuple[str, ...] = ("response_feedback", "tool_failure", "eval_failure", "task_feedback")
 
     def prepare(self, *, subject_type: str, subject_id: str, actor: Actor, learning: dict[str, Any]) -> dict[str, Any]:
         if parse_uuid(subject_id) is None:
-            raise ApplicationError("subject_id must be the id of a response_feedback event.", field="subject_id")
-        if not FeedbackEvent.objects.filter(pk=subject_id, event_type="response_feedback").exists():
-            raise ApplicationError(f"No response feedback {subject_id}.", field="subject_id")
+            raise ApplicationError(f"subject_id must be the id of a {subject_type}.", field="subject_id")
+        if subject_type == "task_feedback":
+            found = TaskFeedback.objects.filter(pk=subject_id, rating=TaskFeedback.Rating.BAD).exists()
+        else:
+            kinds = {
+                "response_feedback": Q(event_type="response_feedback"),
+                "tool_failure": Q(event_type="post_command", signal="failed"),
+                "eval_failure": Q(event_family="eval_failure"),
+            }
+            found = FeedbackEvent.objects.filter(kinds[subject_type], pk=subject_id).exists()
+        if not found:
+            raise ApplicationError(f"No {subject_type.replace('_', ' ')} {subject_id}.", field="subject_id")
         if not isinstance(learning.get("prevention_prompt"), str) or not learning["prevention_prompt"].strip():
             raise ApplicationError("An agent learning needs a prevention_prompt (text).", field="proposed_learning")
         tags = learning.get("tags", [])

@@ -65,7 +65,13 @@ def _promotions_forget(*, items: dict[str, list[str]], event_ids: set[str], trac
     for promotion in LearningPromotion.objects.filter(promotion_type__in=("agent_learning", "retrieval_weight")):
         learning = promotion.proposed_learning if isinstance(promotion.proposed_learning, dict) else {}
         if promotion.promotion_type == "agent_learning":
-            changed = _without_evidence(learning, event_ids)
+            # Thumbs-down prompts are rebuilt in the scanner's wording; the other scanners' prompts
+            # (tool failures, task ratings, eval failures) keep theirs, less the erased quotes.
+            changed = (
+                _without_evidence(learning, event_ids)
+                if promotion.subject_type == "response_feedback"
+                else _without_quotes(learning, event_ids)
+            )
             if changed is not None:
                 agent_learning_scrub(
                     promotion_id=promotion.pk,
@@ -97,6 +103,23 @@ def _without_evidence(learning: dict[str, Any], event_ids: set[str]) -> dict[str
     if kept and kept[0].get("response"):
         prompt += f" One such response began {quoted(str(kept[0]['response']), 160)}."
     prompt += " Before answering a similar request, avoid these problems."
+    return {**learning, "evidence": kept, "prevention_prompt": prompt}
+
+
+def _without_quotes(learning: dict[str, Any], event_ids: set[str]) -> dict[str, Any] | None:
+    """A prevention prompt's proposal without the user's evidence, each of their texts that it quotes
+    replaced by "(erased)", or None if it cites none of their events."""
+    evidence = [e for e in learning.get("evidence") or [] if isinstance(e, dict)]
+    removed = [e for e in evidence if str(e.get("event")) in event_ids]
+    if not removed:
+        return None
+    prompt = str(learning.get("prevention_prompt") or "")
+    for entry in removed:
+        for key, value in entry.items():
+            if key != "event" and isinstance(value, str) and value.strip():
+                for limit in (120, 160, 200, 500):  # the lengths the scanners quote at
+                    prompt = prompt.replace(quoted(value, limit), '"(erased)"')
+    kept = [e for e in evidence if str(e.get("event")) not in event_ids]
     return {**learning, "evidence": kept, "prevention_prompt": prompt}
 
 

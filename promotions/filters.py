@@ -1,6 +1,6 @@
 import django_filters
 
-from promotions.models import LearningPromotion, PromotionStatus, Scanner, ScanRun, ScanStatus
+from promotions.models import LearningPromotion, PromotionPath, PromotionStatus, Scanner, ScanRun, ScanStatus
 
 
 class PromotionFilter(django_filters.FilterSet):
@@ -9,6 +9,7 @@ class PromotionFilter(django_filters.FilterSet):
     subject_type = django_filters.CharFilter()
     subject_id = django_filters.CharFilter()
     project = django_filters.CharFilter(field_name="project__slug")
+    promotion_path = django_filters.ChoiceFilter(choices=PromotionPath.choices)
 
     class Meta:
         model = LearningPromotion

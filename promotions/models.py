@@ -31,6 +31,19 @@ class RiskLevel(models.TextChoices):
     HIGH = "high"
 
 
+class PromotionPath(models.TextChoices):
+    """How a promotion came to be (the design's four paths); its ``rule`` says which rule fired."""
+
+    HUMAN_REVIEW = "human_review"  # proposed for a person to decide
+    REPEATED_FAILURE = "repeated_failure"  # the same failure, at least twice, with similar signatures
+    WORKFLOW_OUTCOME = "workflow_outcome"  # a high-confidence workflow outcome
+    EVAL_FAILURE = "eval_failure"  # a deterministic eval failure that maps to a prevention rule
+
+
+# Paths that may approve and apply by themselves (at low risk only); human review never does.
+AUTOMATIC_PATHS = (PromotionPath.REPEATED_FAILURE, PromotionPath.WORKFLOW_OUTCOME, PromotionPath.EVAL_FAILURE)
+
+
 class LearningPromotion(models.Model):
     """One proposed change of behaviour, from the evidence that suggested it to where it was applied."""
 
@@ -39,8 +52,13 @@ class LearningPromotion(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     status = models.CharField(max_length=16, choices=PromotionStatus.choices, default=PromotionStatus.CANDIDATE)
     promotion_type = models.CharField(max_length=50)
-    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    target_id = models.CharField(max_length=255, blank=True, default="")
+    # Set null on delete: the ledger and its audit outlive the project and target they describe.
+    project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    target = models.ForeignKey(
+        "intelligence.IntelligenceTarget", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    promotion_path = models.CharField(max_length=20, choices=PromotionPath.choices, default=PromotionPath.HUMAN_REVIEW)
+    rule = models.TextField(blank=True, default="")  # the rule that fired, in words (thresholds included)
     # What the promotion is about ("chunk" 42, "task_feedback" <uuid>): one open promotion each.
     subject_type = models.CharField(max_length=50)
     subject_id = models.CharField(max_length=255)
@@ -71,6 +89,7 @@ class LearningPromotion(models.Model):
             models.CheckConstraint(condition=Q(status__in=PromotionStatus.values), name="promo_status_valid"),
             models.CheckConstraint(condition=Q(risk_level__in=RiskLevel.values), name="promo_risk_valid"),
             models.CheckConstraint(condition=Q(confidence__gte=0, confidence__lte=1), name="promo_confidence_range"),
+            models.CheckConstraint(condition=Q(promotion_path__in=PromotionPath.values), name="promo_path_valid"),
             # Never a second open candidate for the same subject, even under concurrent scans.
             models.UniqueConstraint(
                 fields=["promotion_type", "subject_type", "subject_id"],
@@ -92,6 +111,10 @@ class Scanner(models.TextChoices):
     TASK_EXAMPLE = "task_example"
     PACKET_RULE = "packet_rule"
     ATTRIBUTION = "attribution"
+    TOOL_FAILURE = "tool_failure"
+    TASK_RATING = "task_rating"
+    WORKFLOW_OUTCOME = "workflow_outcome"
+    EVAL_FAILURE = "eval_failure"
 
 
 class ScanStatus(models.TextChoices):

@@ -3,10 +3,11 @@ stream (the audit trail) in the same transaction as the change it records."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -18,8 +19,20 @@ from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFound
 from feedback.models import EventFamily, Signal
 from feedback.services.bulk import events_record_bulk
 from feedback.services.events import EventInput, event_record
+from intelligence.models import IntelligenceTarget
+from promotions.conf import promotions_settings
 from promotions.destinations import writer_for
-from promotions.models import LIVE_STATUSES, OPEN_STATUSES, LearningPromotion, PromotionStatus
+from promotions.models import (
+    AUTOMATIC_PATHS,
+    LIVE_STATUSES,
+    OPEN_STATUSES,
+    LearningPromotion,
+    PromotionPath,
+    PromotionStatus,
+    RiskLevel,
+)
+
+logger = logging.getLogger(__name__)
 
 S = PromotionStatus
 # Rows per INSERT and events per bulk write (the event writer takes at most 1,000 at a time).
@@ -34,6 +47,20 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "supersede": (LIVE_STATUSES, S.SUPERSEDED, Signal.STALE),
     "expire": ((S.CANDIDATE,), S.EXPIRED, Signal.STALE),
 }
+# Not a transition: new evidence for an open candidate (its status does not change).
+REINFORCE_SIGNAL = Signal.POSITIVE
+
+
+def candidate_expires_at(now: datetime | None = None) -> datetime:
+    """When a candidate opened now expires unless someone decides: CANDIDATE_EXPIRY_DAYS from now."""
+    return (now or timezone.now()) + timedelta(days=promotions_settings.CANDIDATE_EXPIRY_DAYS)
+
+
+def _path_check(promotion_path: str) -> None:
+    if promotion_path not in PromotionPath.values:
+        raise ApplicationError(
+            f"promotion_path must be one of {', '.join(PromotionPath.values)}.", field="promotion_path"
+        )
 
 
 def _audit_input(
@@ -47,12 +74,14 @@ def _audit_input(
     extra: dict[str, Any] | None = None,
 ) -> EventInput:
     """The feedback event of one lifecycle action: who did what to which promotion, from which state."""
+    ledger = {"promotion_path": promotion.promotion_path, "rule": promotion.rule[:2000]}
     return EventInput(
         event_type=f"promotion_{action}",
         event_family=EventFamily.WORKFLOW_OUTCOME,
         signal=signal or TRANSITIONS[action][2],
         user_id=actor.user.pk if actor.user else None,
         project_slug=promotion.project.slug if promotion.project else None,
+        target_id=str(promotion.target_id) if promotion.target_id else "",
         surface="promotion_ledger",
         subject_type="promotion",
         subject_id=str(promotion.pk),
@@ -61,7 +90,8 @@ def _audit_input(
         reason_category=promotion.promotion_type,
         free_text=notes[:10_000],
         before_snapshot={"status": before},
-        after_snapshot={"status": promotion.status, **(extra or {})},
+        after_snapshot={"status": promotion.status, **ledger, **(extra or {})},
+        metadata=ledger,
     )
 
 
@@ -89,10 +119,18 @@ def promotion_propose(
     source_event_ids: list[str] | None = None,
     expires_at: datetime | None = None,
     notes: str = "",
+    promotion_path: str = PromotionPath.HUMAN_REVIEW,
+    rule: str = "",
+    target: IntelligenceTarget | None = None,
 ) -> tuple[LearningPromotion, bool]:
     """Open a candidate; if the subject already has an open one, return that instead (created False).
-    The destination writer checks the subject and may complete the proposed learning."""
+    The destination writer checks the subject and may complete the proposed learning. The path and
+    the rule that fired are recorded on it and in its audit event; it expires after
+    CANDIDATE_EXPIRY_DAYS unless ``expires_at`` says otherwise."""
     writer = writer_for(promotion_type)
+    _path_check(promotion_path)
+    if risk_level not in RiskLevel.values:
+        raise ApplicationError(f"risk_level must be one of {', '.join(RiskLevel.values)}.", field="risk_level")
     if subject_type not in writer.subject_types:
         raise ApplicationError(
             f"A {promotion_type} promotion is about a {' or a '.join(writer.subject_types)}.", field="subject_type"
@@ -118,8 +156,11 @@ def promotion_propose(
                 risk_level=risk_level,
                 project=project,
                 source_event_ids=source_event_ids or [],
-                expires_at=expires_at,
+                expires_at=expires_at or candidate_expires_at(),
                 review_notes=notes,
+                promotion_path=promotion_path,
+                rule=rule or "human_review: proposed for a person to decide",
+                target=target,
             )
             _audit(
                 promotion=promotion, action="propose", actor=actor, before="", notes=notes, signal=Signal.NEEDS_REVIEW
@@ -146,6 +187,9 @@ class Proposal:
     project: Project | None = None
     source_event_ids: list[str] = field(default_factory=list)
     expires_at: datetime | None = None
+    promotion_path: str = PromotionPath.HUMAN_REVIEW
+    rule: str = ""
+    target: IntelligenceTarget | None = None
 
 
 def promotions_propose_bulk(
@@ -157,6 +201,7 @@ def promotions_propose_bulk(
 
     Subjects are trusted here: scanners propose what they read from the database."""
     writer_for(promotion_type)
+    default_expiry = candidate_expires_at()
     first_per_subject: dict[str, Proposal] = {}
     for proposal in proposals:
         first_per_subject.setdefault(proposal.subject_id, proposal)
@@ -170,7 +215,10 @@ def promotions_propose_bulk(
             risk_level=p.risk_level,
             project=p.project,
             source_event_ids=p.source_event_ids,
-            expires_at=p.expires_at,
+            expires_at=p.expires_at or default_expiry,
+            promotion_path=p.promotion_path,
+            rule=p.rule,
+            target=p.target,
         )
         for p in first_per_subject.values()
     ]
@@ -206,6 +254,7 @@ def memory_share_propose(
         project=project,
         risk_level="medium",
         notes=notes,
+        rule="owner_share_request: the owner asked for their own private memory to be shared; a person decides",
     )
 
 
@@ -223,6 +272,7 @@ def workflow_share_propose(
         project=project,
         risk_level="medium",
         notes=notes,
+        rule="owner_share_request: the owner asked for their own learned workflow to be shared; a person decides",
     )
 
 
@@ -265,7 +315,7 @@ class _DestinationFailed(Exception):
 
 
 def _transition(
-    *, actor: Actor, reviewer: User, promotion_id: str, action: str, notes: str, superseded_by: str | None
+    *, actor: Actor, reviewer: User | None, promotion_id: str, action: str, notes: str, superseded_by: str | None
 ) -> LearningPromotion:
     sources, target, _ = TRANSITIONS[action]
     with transaction.atomic():
@@ -344,3 +394,111 @@ def promotions_expire(*, now: datetime | None = None) -> int:
         for start in range(0, len(audits), BULK_BATCH):
             events_record_bulk(actor=system, items=audits[start : start + BULK_BATCH])
     return len(due)
+
+
+def promotion_reinforce(
+    *,
+    actor: Actor,
+    promotion_id: str,
+    proposed_learning: dict[str, Any],
+    source_event_ids: list[str],
+    confidence: float,
+    risk_level: str,
+    promotion_path: str,
+    rule: str,
+) -> LearningPromotion | None:
+    """New evidence for an open candidate: its learning, evidence, confidence, risk, path and rule are
+    replaced under a row lock and a ``promotion_reinforce`` event records what it was before. The
+    same evidence again changes nothing (no event); a promotion that is no longer a candidate is left
+    alone (None)."""
+    _path_check(promotion_path)
+    with transaction.atomic():
+        promotion = (
+            LearningPromotion.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(pk=promotion_id, status=S.CANDIDATE)
+            .first()
+        )
+        if promotion is None:
+            return None
+        if (
+            sorted(map(str, promotion.source_event_ids or [])) == sorted(map(str, source_event_ids))
+            and promotion.promotion_path == promotion_path
+            and promotion.risk_level == risk_level
+        ):
+            return promotion
+        previous = {
+            "previous_path": promotion.promotion_path,
+            "previous_rule": promotion.rule[:2000],
+            "previous_evidence": len(promotion.source_event_ids or []),
+            "evidence": len(source_event_ids),
+        }
+        promotion.proposed_learning = proposed_learning
+        promotion.source_event_ids = list(source_event_ids)
+        promotion.confidence = min(1.0, max(0.0, confidence))
+        promotion.risk_level = risk_level
+        promotion.promotion_path = promotion_path
+        promotion.rule = rule
+        promotion.save(
+            update_fields=[
+                "proposed_learning",
+                "source_event_ids",
+                "confidence",
+                "risk_level",
+                "promotion_path",
+                "rule",
+                "updated_at",
+            ]
+        )
+        _audit(
+            promotion=promotion,
+            action="reinforce",
+            actor=actor,
+            before=S.CANDIDATE,
+            signal=REINFORCE_SIGNAL,
+            extra=previous,
+        )
+    return promotion
+
+
+def promotion_auto_promote(*, promotion_id: str) -> LearningPromotion:
+    """An automatic path's candidate at low risk is approved and applied by the system under the rule
+    that fired, each step audited like a person's. Anything else (human review, a risk above low, no
+    longer a candidate) waits for a person; a destination that refuses leaves it approved, with the
+    refusal audited, for a person to look at."""
+    promotion = LearningPromotion.objects.select_related("project").get(pk=promotion_id)
+    if (
+        promotion.status != S.CANDIDATE
+        or promotion.promotion_path not in AUTOMATIC_PATHS
+        or promotion.risk_level != RiskLevel.LOW
+    ):
+        return promotion
+    system = Actor.for_system()
+    notes = f"Applied automatically ({promotion.promotion_path}) at low risk. Rule: {promotion.rule}"[:10_000]
+    for action in ("approve", "apply"):
+        try:
+            promotion = _transition(
+                actor=system,
+                reviewer=None,
+                promotion_id=str(promotion.pk),
+                action=action,
+                notes=notes,
+                superseded_by=None,
+            )
+        except _DestinationFailed as failed:
+            promotion = LearningPromotion.objects.select_related("project").get(pk=failed.promotion_id)
+            _audit(
+                promotion=promotion,
+                action=action,
+                actor=system,
+                before=promotion.status,
+                notes=notes,
+                signal=Signal.FAILED,
+                extra={"error": failed.error.message},
+            )
+            logger.warning("automatic %s of promotion %s refused: %s", action, promotion.pk, failed.error.message)
+            return promotion
+        except Conflict:
+            # A person decided meanwhile: theirs stands.
+            return LearningPromotion.objects.get(pk=promotion.pk)
+    return promotion

@@ -77,7 +77,7 @@ class EventInput:
     subject_id: str = ""
     reason_category: str = ""
     free_text: str = ""
-    before_snapshot: Any = None
+    before_snapshot: Any = None  # None: {} (stored as an empty object)
     after_snapshot: Any = None
     source_context: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
@@ -193,8 +193,8 @@ def event_build(actor: Actor, data: EventInput, lookups: EventLookups) -> Feedba
         signal=data.signal,
         reason_category=data.reason_category,
         free_text=data.free_text,
-        before_snapshot=data.before_snapshot,
-        after_snapshot=data.after_snapshot,
+        before_snapshot={} if data.before_snapshot is None else data.before_snapshot,
+        after_snapshot={} if data.after_snapshot is None else data.after_snapshot,
         source_context=data.source_context,
         metadata=data.metadata,
         private=private,

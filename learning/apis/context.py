@@ -12,6 +12,7 @@ from accounts.actors import Actor
 from accounts.models import User
 from config.api import StrictCharField, StrictInputSerializer
 from config.exceptions import ApplicationError
+from intelligence.selectors import target_id_of
 from learning.apis.common import SURFACES, project_of_user, subject_user
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
@@ -26,6 +27,9 @@ class ContextOutputSerializer(serializers.Serializer):
     agent_learnings = serializers.ListField(child=serializers.DictField())
     memories = serializers.ListField(child=serializers.DictField())
     task_examples = serializers.ListField(child=serializers.DictField())
+    packet_evidence = serializers.ListField(
+        child=serializers.DictField(), help_text="task_generation: the target's top packet cards, one excerpt each."
+    )
     text = serializers.CharField(help_text="The rendered block to put in the system prompt.")
 
 
@@ -36,6 +40,24 @@ class ContextQuerySerializer(StrictInputSerializer):
     plugin = StrictCharField(required=False, allow_blank=True, max_length=100)
     command = StrictCharField(required=False, allow_blank=True, max_length=100)
     tool = StrictCharField(required=False, allow_blank=True, max_length=100)
+    tags = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=1000,
+        help_text="Comma-separated tags of this call: agent learnings with tags reach only calls sharing one.",
+    )
+    target = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text="An intelligence target of the project, by slug (default: the project's own).",
+    )
+
+    def validate_tags(self, value: str) -> list[str]:
+        tags = [t.strip() for t in value.split(",") if t.strip()]
+        if len(tags) > 20 or any(len(t) > 50 for t in tags):
+            raise serializers.ValidationError("At most 20 tags of at most 50 characters each.")
+        return tags
 
 
 class ContextRecordInputSerializer(ContextQuerySerializer):
@@ -54,12 +76,21 @@ _DESCRIPTION = (
 def _context_for(request: Request, data: dict) -> tuple[User, Scope, Context]:
     user = subject_user(request)
     project = project_of_user(user, data.get("project"), actor=Actor.from_request(request))
+    target_id = None
+    if data.get("target"):
+        if project is None:
+            raise ApplicationError("A target is named within its project: send project too.", field="target")
+        target_id = target_id_of(project_id=project.pk, slug=data["target"])
+        if target_id is None:
+            raise ApplicationError(f"No target {data['target']!r} in project {project.slug!r}.", field="target")
     scope = Scope(
         project_id=project.pk if project else None,
         surface=data["surface"],
         plugin=data.get("plugin", ""),
         command=data.get("command", ""),
         tool_name=data.get("tool", ""),
+        tags=tuple(data.get("tags") or ()),
+        target_id=target_id,
     )
     return user, scope, context_build(user=user, message=data.get("message"), scope=scope)
 

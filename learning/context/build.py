@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from accounts.actors import Actor
 from accounts.models import User
 from accounts.selectors import project_ids_for_user
 from core.text import lexical_similarity, normalise
+from intelligence.selectors import packet_evidence
 from learning.conf import learning_settings
 from learning.context.cache import context_versions, shared_ingredients, user_ingredients
 from learning.context.render import context_render
@@ -29,6 +31,7 @@ class Context:
     agent_learnings: list[dict[str, Any]] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
     task_examples: list[dict[str, Any]] = field(default_factory=list)
+    packet_evidence: list[dict[str, Any]] = field(default_factory=list)
     text: str = ""
     enabled: bool = True
 
@@ -41,30 +44,52 @@ class Context:
             "agent_learnings": self.agent_learnings,
             "memories": self.memories,
             "task_examples": self.task_examples,
+            "packet_evidence": self.packet_evidence,
             "text": self.text,
         }
 
 
 @dataclass(frozen=True)
 class Scope:
-    """Where the context goes: which project, surface, plugin/command and tool."""
+    """Where the context goes: which project (and intelligence target in it), surface, plugin/command,
+    tool and tags."""
 
     project_id: int | None = None
     surface: str = "chat"
     plugin: str = ""
     command: str = ""
     tool_name: str = ""
+    tags: tuple[str, ...] = ()
+    target_id: int | None = None  # None: the project's own target
 
 
 def _in_scope(item: dict[str, Any], scope: Scope) -> bool:
     return item["project"] is None or item["project"] == scope.project_id
 
 
+def agent_learning_in_scope(item: dict[str, Any], scope: Scope) -> bool:
+    """Gate 6: a prevention prompt reaches a context only within its scope. Project: its own (or
+    every project, when it has none). Tool: its own (``search_docs``, or ``plugin/command`` for a
+    tool run), or every tool when it names none. Tags: a learning with tags reaches only a context
+    that shares one of them, the surface counting as a tag (so one tagged ``task_generation``
+    reaches task generation only); a learning without tags reaches every context in its scope."""
+    tools = {"", scope.tool_name}
+    if scope.plugin:
+        tools.add(f"{scope.plugin}/{scope.command}"[:100])
+    tags = {t.lower() for t in item.get("tags") or []}
+    return (
+        _in_scope(item, scope)
+        and item["tool_name"] in tools
+        and (not tags or bool(tags & {t.lower() for t in (*scope.tags, scope.surface)}))
+    )
+
+
 def context_build(*, user: User, message: str | None = None, scope: Scope | None = None) -> Context:
     """Everything learned that applies to this call, within ``CONTEXT_MAX_CHARS``: active
     preferences, the workflow the message matches, the taste patterns of the plugin/command (each
     with its notice), agent learnings scoped to the project and tool, the memories the user may see,
-    and, for task generation, up to three approved task examples. ``scope.project_id`` counts only
+    and, for task generation, up to three approved task examples and the top cards of the target's
+    packet with one evidence excerpt each. ``scope.project_id`` counts only
     for the project's members (and staff); for anyone else it is ignored. Writes
     nothing: the caller records the injections (``learning.services.usages.usages_record``)."""
     if not learning_settings.REGGIE_PREFERENCE_LEARNING:
@@ -117,9 +142,9 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
                 [p for p in ingredients["taste_patterns"] if p["plugin"] == scope.plugin], command=scope.command
             )
         ][: learning_settings.CONTEXT_MAX_TASTE_PATTERNS]
-    context.agent_learnings = [
-        a for a in shared["agent_learnings"] if _in_scope(a, scope) and a["tool_name"] in ("", scope.tool_name)
-    ][: learning_settings.CONTEXT_MAX_AGENT_LEARNINGS]
+    context.agent_learnings = [a for a in shared["agent_learnings"] if agent_learning_in_scope(a, scope)][
+        : learning_settings.CONTEXT_MAX_AGENT_LEARNINGS
+    ]
     own = ingredients["memories"]
     seen = {normalise(m["content"]) for m in own}
     visible_shared = []
@@ -136,9 +161,26 @@ def context_build(*, user: User, message: str | None = None, scope: Scope | None
         context.task_examples = [t for t in shared["task_examples"] if _in_scope(t, scope)][
             : learning_settings.CONTEXT_MAX_TASK_EXAMPLES
         ]
+        if scope.project_id is not None:
+            # The target's packet: its top cards, each with one excerpt of its evidence (read through
+            # intelligence's selector, which applies project membership again).
+            context.packet_evidence = packet_evidence(
+                actor=Actor(user=user),
+                project_id=scope.project_id,
+                target_id=scope.target_id,
+                limit=learning_settings.CONTEXT_MAX_PACKET_CARDS,
+            )
 
     # Trim to the budget, least essential first; the taste notices go last (they say what is applied).
-    trim_order = ("memories", "task_examples", "agent_learnings", "preferences", "workflow", "taste_patterns")
+    trim_order = (
+        "memories",
+        "packet_evidence",
+        "task_examples",
+        "agent_learnings",
+        "preferences",
+        "workflow",
+        "taste_patterns",
+    )
     while True:
         context.text = "\n\n".join(context_render(context))
         if len(context.text) <= learning_settings.CONTEXT_MAX_CHARS:

@@ -60,6 +60,17 @@ def context_render(context: Context) -> list[str]:
         blocks.append("[About the User]\n" + "\n".join(f"- The user said: {quoted(m['content'])}" for m in own))
     if shared:
         blocks.append("[Team Knowledge]\n" + "\n".join(f"- {m['kind']}: {quoted(m['content'])}" for m in shared))
+    if context.packet_evidence:
+        # From the project's documents (or a remembered fact, said so): quoted evidence, not orders.
+        blocks.append(
+            "[Project Intelligence]\n"
+            + "\n".join(
+                f"- {c['card_type']} ({'from sources' if c['origin'] == 'source' else 'from memory'}): "
+                f"{quoted(c['title'], 200)}; evidence {quoted(c['excerpt'], 300)}"
+                + (f" ({quoted(c['document_ref'], 100)})" if c.get("document_ref") else "")
+                for c in context.packet_evidence
+            )
+        )
     if context.task_examples:
         blocks.append(
             "[Approved Task Examples]\n"

@@ -16,7 +16,7 @@ from learning.analyzer.base import (
 )
 from learning.conf import learning_settings
 from learning.context.cache import context_invalidate_shared
-from learning.models import ChatMessage, Memory, Preference
+from learning.models import ChatMessage, Memory
 from learning.safety import steering_reasons
 from learning.services.common import changed_after_commit, reinforced, steering_flag
 
@@ -99,8 +99,9 @@ def memory_delete(*, memory: Memory) -> None:
 
 
 def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, project: Project | None) -> dict:
-    """What sharing a private memory (or preference) with a team or project would create; refused if
-    it is not the owner's own confident, reviewable text. The proposed learning of a ``memory`` promotion."""
+    """What sharing a private memory with a team or project would create; refused if it is not the
+    owner's own confident, reviewable statement, or if it is a preference (a preference, or a memory
+    of the preference kind, is never shared). The proposed learning of a ``memory`` promotion."""
     if visibility not in (Memory.Visibility.TEAM, Memory.Visibility.PROJECT):
         raise ApplicationError("visibility must be 'team' or 'project'.", field="visibility")
     if visibility == Memory.Visibility.PROJECT and project is None:
@@ -121,18 +122,19 @@ def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, p
             memory.needs_review,
         )
     elif subject_type == "preference":
-        preference = Preference.objects.filter(pk=int(subject_id)).first() if subject_id.isdigit() else None
-        if preference is None or not preference.active:
-            raise ApplicationError(f"No active preference {subject_id}.", field="subject_id")
-        owner_id, kind, content, confidence, flagged = (
-            preference.user_id,
-            Memory.Kind.PREFERENCE,
-            preference.description,
-            preference.confidence,
-            preference.needs_review,
+        # A private preference (how one person wants answers) never changes team-visible output:
+        # only stated facts (and the like) may be shared, after review.
+        raise ApplicationError(
+            "A private preference is never promoted to team or project memory; only stated facts may be shared.",
+            field="subject_type",
         )
     else:
         raise ApplicationError("subject_type must be 'memory' or 'preference'.", field="subject_type")
+    if kind == Memory.Kind.PREFERENCE:
+        raise ApplicationError(
+            "A private preference is never promoted to team or project memory; only stated facts may be shared.",
+            field="kind",
+        )
     minimum = learning_settings.MEMORY_SHARE_MIN_CONFIDENCE
     if confidence < minimum:
         raise ApplicationError(

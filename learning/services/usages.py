@@ -19,6 +19,7 @@ _ITEM_TYPES = (
     ("agent_learnings", "agent_learning"),
     ("memories", "memory"),
     ("task_examples", "task_example"),
+    ("packet_evidence", "insight_card"),
 )
 
 

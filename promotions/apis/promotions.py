@@ -31,6 +31,9 @@ class PromotionOutputSerializer(serializers.Serializer):
     status = serializers.CharField()
     promotion_type = serializers.CharField()
     project = serializers.CharField(source="project.slug", allow_null=True)
+    target = serializers.IntegerField(source="target_id", allow_null=True)
+    promotion_path = serializers.CharField()
+    rule = serializers.CharField()
     subject_type = serializers.CharField()
     subject_id = serializers.CharField()
     source_event_ids = serializers.JSONField()
@@ -106,6 +109,7 @@ class PromotionListCreateApi(APIView):
             proposed_learning=data.get("proposed_learning"),
             confidence=data["confidence"],
             notes=data.get("notes", ""),
+            rule="admin_proposal: proposed by hand by a staff admin, for review",
         )
         return Response(
             PromotionOutputSerializer(promotion).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK

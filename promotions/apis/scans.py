@@ -42,6 +42,30 @@ class AgentScanOutputSerializer(serializers.Serializer):
     groups = serializers.IntegerField(help_text="Groups of similar responses with enough support.")
     proposed = serializers.IntegerField(help_text="New agent-learning candidates.")
     flagged = serializers.IntegerField(help_text="Reasons that try to steer the assistant: flagged, not used.")
+    one_off = serializers.IntegerField(required=False, help_text="Candidates opened from a single thumbs-down.")
+    reinforced = serializers.IntegerField(required=False, help_text="Open candidates given new similar evidence.")
+    applied = serializers.IntegerField(required=False, help_text="Low-risk repeated failures applied automatically.")
+    waiting = serializers.IntegerField(required=False, help_text="Repeated failures not low risk: a person decides.")
+
+
+class PathScanOutputSerializer(serializers.Serializer):
+    """The report of a scanner of an automatic path (tool failures, task ratings, workflow outcomes,
+    eval failures): what it read, then what it proposed, reinforced, applied or left waiting."""
+
+    failed_runs = serializers.IntegerField(required=False, help_text="Failed tool runs read.")
+    bad_ratings = serializers.IntegerField(required=False, help_text="Bad task ratings with a reason read.")
+    outcomes = serializers.IntegerField(required=False, help_text="Reported workflow outcomes of rated tasks.")
+    tasks = serializers.IntegerField(required=False, help_text="Rated tasks with outcomes.")
+    high_confidence = serializers.IntegerField(required=False, help_text="Tasks with high-confidence outcomes.")
+    not_eligible = serializers.IntegerField(required=False, help_text="High confidence, but not an example.")
+    failures = serializers.IntegerField(required=False, help_text="Eval failures read.")
+    unmapped = serializers.IntegerField(required=False, help_text="Eval failures that map to no prevention rule.")
+    flagged = serializers.IntegerField(required=False, help_text="Text that tries to steer: never a prompt.")
+    groups = serializers.IntegerField(required=False, help_text="Groups of the same failure.")
+    proposed = serializers.IntegerField(help_text="New candidates.")
+    reinforced = serializers.IntegerField(help_text="Open candidates given new evidence.")
+    applied = serializers.IntegerField(help_text="Low risk: approved and applied automatically.")
+    waiting = serializers.IntegerField(help_text="Automatic path, but not low risk: a person decides.")
 
 
 class TaskExampleScanOutputSerializer(serializers.Serializer):
@@ -63,6 +87,10 @@ class ScanReportSerializer(serializers.Serializer):
     agent_learning = AgentScanOutputSerializer(required=False)
     task_example = TaskExampleScanOutputSerializer(required=False)
     packet_rule = PacketRuleScanOutputSerializer(required=False)
+    tool_failure = PathScanOutputSerializer(required=False)
+    task_rating = PathScanOutputSerializer(required=False)
+    workflow_outcome = PathScanOutputSerializer(required=False)
+    eval_failure = PathScanOutputSerializer(required=False)
 
 
 class ScanInputSerializer(StrictInputSerializer):

@@ -15,9 +15,13 @@ from config.exceptions import ApplicationError
 from promotions.models import Scanner
 from promotions.scanners.agent_learning import agent_learning_scan
 from promotions.scanners.attribution import attribution_scan
+from promotions.scanners.eval_failure import eval_failure_scan
 from promotions.scanners.packet_rule import packet_rule_scan
 from promotions.scanners.retrieval import retrieval_scan
 from promotions.scanners.task_example import task_example_scan
+from promotions.scanners.task_rating import task_rating_scan
+from promotions.scanners.tool_failure import tool_failure_scan
+from promotions.scanners.workflow_outcome import workflow_outcome_scan
 
 # Each scanner by name, in the order "all" runs them.
 SCANNERS: dict[str, Callable[..., Any]] = {
@@ -26,6 +30,10 @@ SCANNERS: dict[str, Callable[..., Any]] = {
     Scanner.TASK_EXAMPLE: task_example_scan,
     Scanner.PACKET_RULE: packet_rule_scan,
     Scanner.ATTRIBUTION: attribution_scan,
+    Scanner.TOOL_FAILURE: tool_failure_scan,
+    Scanner.TASK_RATING: task_rating_scan,
+    Scanner.WORKFLOW_OUTCOME: workflow_outcome_scan,
+    Scanner.EVAL_FAILURE: eval_failure_scan,
 }
 
 # Progress of a scan: (scanner starting now, its 0-based step, number of steps, reports so far).

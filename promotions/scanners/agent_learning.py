@@ -1,5 +1,12 @@
-"""The agent-learning scanner: repeated thumbs-down on similar responses become candidate
-prevention prompts (``agent_learning`` promotions), with the responses as their evidence."""
+"""The agent-learning scanner: thumbs-down on assistant responses become candidate prevention
+prompts (``agent_learning`` promotions), with the responses as their evidence.
+
+Two rules fire here. A thumbs-down alone opens a candidate for a person (``one_off_thumbs_down``,
+the human-review path: Gate 4). Thumbs-down on at least AGENT_SCAN_MIN_SUPPORT distinct responses
+with similar signatures (the embedding of response and reason, within one project and tool) are
+the same failure repeated (``repeated_thumbs_down``, the repeated-failure path): the open candidate
+of any of them is reinforced with the whole group, or a new one opened, and at low risk
+(``promotions.risk``) it is approved and applied at once; otherwise it waits for a person."""
 
 from __future__ import annotations
 
@@ -15,8 +22,12 @@ from feedback.models import EventFamily, FeedbackEvent, Signal
 from feedback.services.events import EventInput, event_record
 from learning.safety import quoted, steering_reasons
 from promotions.conf import promotions_settings
-from promotions.models import LearningPromotion
-from promotions.services import Proposal, promotions_propose_bulk
+from promotions.models import PromotionPath
+from promotions.risk import risk_classify
+from promotions.scanners.paths import evidence_spent, proposals_submit
+from promotions.services import Proposal
+
+ONE_OFF_RULE = "one_off_thumbs_down: a single thumbs-down opens a candidate for a person to review (Gate 4)"
 
 
 @dataclass
@@ -25,6 +36,10 @@ class AgentScanReport:
     groups: int = 0
     proposed: int = 0
     flagged: int = 0
+    one_off: int = 0  # candidates opened from a single thumbs-down, for a person
+    reinforced: int = 0  # open candidates given new similar evidence
+    applied: int = 0  # repeated failures at low risk, approved and applied automatically
+    waiting: int = 0  # repeated failures whose risk is not low: a person decides
 
 
 def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
@@ -36,15 +51,8 @@ def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
     actor = actor or Actor.for_system()
     conf = promotions_settings
     since = timezone.now() - timedelta(days=conf.AGENT_SCAN_DAYS)
-    # Thumbs-down already behind a promotion. A promotion is younger than its evidence, so only
-    # those opened within the window can cite a thumbs-down this scan reads.
-    used = {
-        str(event_id)
-        for ids in LearningPromotion.objects.filter(promotion_type="agent_learning", created_at__gte=since).values_list(
-            "source_event_ids", flat=True
-        )
-        for event_id in ids or []
-    }
+    # Thumbs-down behind a decided promotion are spent; those behind an open candidate may reinforce it.
+    used = evidence_spent(promotion_type="agent_learning", subject_types=["response_feedback"], since=since)
     events = [
         event
         for event in FeedbackEvent.objects.filter(
@@ -88,27 +96,59 @@ def agent_learning_scan(*, actor: Actor | None = None) -> AgentScanReport:
                 break
         else:
             groups.append([index])
-    proposals = []
+    repeated: list[Proposal] = []
+    one_off: list[Proposal] = []
     for group in groups:
         members = [clean[i] for i in group]
-        if len({e.subject_id for e in members}) < conf.AGENT_SCAN_MIN_SUPPORT:
-            continue
-        report.groups += 1
-        proposals.append(
+        support = len({e.subject_id for e in members})
+        learning = _prevention(members)
+        risk = risk_classify(
+            texts=[learning["prevention_prompt"], *(e.free_text for e in members), *map(_response_text, members)],
+            tags=learning["tags"],
+            tool_name=learning["tool_name"],
+        )
+        learning["risk"] = risk.as_dict()
+        if support >= conf.AGENT_SCAN_MIN_SUPPORT:
+            report.groups += 1
+            path, rule, target = PromotionPath.REPEATED_FAILURE, _repeated_rule(support), repeated
+        else:
+            path, rule, target = PromotionPath.HUMAN_REVIEW, ONE_OFF_RULE, one_off
+        target.append(
             Proposal(
                 subject_id=str(members[0].pk),
-                proposed_learning=_prevention(members),
-                confidence=round(1 - 1 / (1 + len(members) / conf.AGENT_SCAN_MIN_SUPPORT), 3),
-                risk_level="medium",
+                proposed_learning=learning,
+                confidence=round(1 - 1 / (1 + support / conf.AGENT_SCAN_MIN_SUPPORT), 3),
+                risk_level=risk.level,
                 project=members[0].project,
                 source_event_ids=[str(e.pk) for e in members],
+                promotion_path=path,
+                rule=rule,
             )
         )
-    opened = promotions_propose_bulk(
-        actor=actor, promotion_type="agent_learning", subject_type="response_feedback", proposals=proposals
+    # The repeated groups first: a one-off's candidate they absorb is reinforced, not proposed again.
+    counts = proposals_submit(
+        actor=actor, promotion_type="agent_learning", subject_type="response_feedback", proposals=repeated
     )
-    report.proposed = len(opened)
+    report.proposed, report.reinforced, report.applied, report.waiting = (
+        counts.proposed,
+        counts.reinforced,
+        counts.applied,
+        counts.waiting,
+    )
+    singles = proposals_submit(
+        actor=actor, promotion_type="agent_learning", subject_type="response_feedback", proposals=one_off
+    )
+    report.one_off = singles.proposed
     return report
+
+
+def _repeated_rule(support: int) -> str:
+    conf = promotions_settings
+    return (
+        f"repeated_thumbs_down: {support} thumbs-down on distinct responses (at least {conf.AGENT_SCAN_MIN_SUPPORT}) "
+        f"with similar signatures (embedding similarity of response and reason >= {conf.AGENT_SCAN_SIMILARITY}), "
+        f"in one project and tool, within {conf.AGENT_SCAN_DAYS} days"
+    )
 
 
 # Thumbs-down may also reach the stream through the generic events API, in any shape: these

@@ -44,7 +44,13 @@ def task_example_scan(*, actor: Actor | None = None) -> TaskExampleScanReport:
             continue  # incomplete, a duplicate, or steering text
         taken.add((feedback.project_id, task_title(learning["title"])))
         proposals.append(
-            Proposal(subject_id=str(feedback.pk), proposed_learning=learning, confidence=0.8, project=feedback.project)
+            Proposal(
+                subject_id=str(feedback.pk),
+                proposed_learning=learning,
+                confidence=0.8,
+                project=feedback.project,
+                rule="task_rated_good: a completed task rated good is proposed as an example for a person",
+            )
         )
     report.proposed = len(
         promotions_propose_bulk(

@@ -158,7 +158,8 @@ OPERATIONS: list[Op] = [
     Op("GET", "preferences/check-in", own(200, refused=200)),
     Op("PATCH", "preferences/{preference}/toggle", own(200), body={"active": False}),
     Op("DELETE", "preferences/{preference}", own(204)),
-    Op("POST", "preferences/{preference}/share", own(201), body={"visibility": "team"}),
+    # A private preference is never shared: its owner is told so (400 naming subject_type).
+    Op("POST", "preferences/{preference}/share", own(400), body={"visibility": "team"}),
     Op("GET", "workflows", own(SEES, refused=BLIND), sees=Sees("workflows", "workflow")),
     Op("PATCH", "workflows/{workflow}/toggle", own(200), body={"active": False}),
     Op("DELETE", "workflows/{workflow}", own(204)),

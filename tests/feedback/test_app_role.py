@@ -18,8 +18,8 @@ from tests.factories import FeedbackEventFactory
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ANONYMISE = (
-    "UPDATE ai_feedback_events SET user_id = NULL, writer = 'erased', free_text = '', before_snapshot = NULL, "
-    "after_snapshot = NULL, source_context = '{}', metadata = '{}', session_id = '', idempotency_key = NULL"
+    "UPDATE ai_feedback_events SET user_id = NULL, writer = 'erased', free_text = '', before_snapshot = '{}', "
+    "after_snapshot = '{}', source_context = '{}', metadata = '{}', session_id = '', idempotency_key = NULL"
 )
 
 

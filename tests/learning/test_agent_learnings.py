@@ -62,7 +62,7 @@ def budget_candidate(world, *, tool=TOOL) -> LearningPromotion:
     for i, (text, reason) in enumerate(BUDGET):
         thumbs_down(world, f"resp-{i}", text, reason, role=("owner", "member")[i], tool=tool)
     assert agent_learning_scan().proposed == 1
-    return LearningPromotion.objects.get(promotion_type="agent_learning")
+    return LearningPromotion.objects.get(promotion_type="agent_learning", promotion_path="repeated_failure")
 
 
 def transition(world, promotion, *actions):
@@ -161,17 +161,27 @@ def test_similar_thumbs_down_become_one_candidate_with_both_as_evidence(world):
     assert "travel costs" in learning["prevention_prompt"]
     assert "autumn" not in learning["prevention_prompt"]
     assert learning["title"]
+    # The same failure repeated, but about a budget: financial, so it waits for a person.
+    assert (promotion.promotion_path, promotion.risk_level) == ("repeated_failure", "high")
+    assert promotion.rule.startswith("repeated_thumbs_down: 2 thumbs-down on distinct responses")
+    assert learning["risk"]["reasons"][0].startswith("financial: budget")
 
     report = agent_learning_scan()  # again: the same evidence is not proposed twice
-    assert (report.proposed, report.thumbs_down) == (0, 1)  # only the lone poem is left to consider
-    assert LearningPromotion.objects.count() == 1
+    # Evidence behind open candidates stays in play (to reinforce them); nothing new is opened.
+    assert (report.proposed, report.one_off, report.reinforced, report.thumbs_down) == (0, 0, 0, 3)
+    assert LearningPromotion.objects.count() == 2
 
 
-def test_a_single_thumbs_down_proposes_nothing(world):
+def test_a_single_thumbs_down_opens_a_candidate_for_a_person(world):
     thumbs_down(world, "resp-poem", *POEM)
     report = agent_learning_scan()
-    assert (report.thumbs_down, report.groups, report.proposed) == (1, 0, 0)
-    assert not LearningPromotion.objects.exists()
+    assert (report.thumbs_down, report.groups, report.proposed, report.one_off) == (1, 0, 0, 1)
+    promotion = LearningPromotion.objects.get()
+    assert (promotion.status, promotion.promotion_path) == ("candidate", "human_review")
+    assert promotion.rule.startswith("one_off_thumbs_down")
+    assert promotion.expires_at is not None  # expiry actually happens
+    assert agent_learning_scan().one_off == 0  # scanning again opens no duplicate
+    assert LearningPromotion.objects.count() == 1
 
 
 def test_the_same_response_rated_twice_is_not_enough_support(world):
@@ -185,7 +195,11 @@ def test_similar_thumbs_down_from_different_tools_are_not_grouped(world):
     thumbs_down(world, "resp-0", *BUDGET[0], tool="search_docs")
     thumbs_down(world, "resp-1", *BUDGET[1], tool="spreadsheet")
     assert agent_learning_scan().proposed == 0
-    assert not LearningPromotion.objects.exists()
+    # Two one-off candidates, one per tool, each for a person.
+    assert sorted(LearningPromotion.objects.values_list("promotion_path", "proposed_learning__tool_name")) == [
+        ("human_review", "search_docs"),
+        ("human_review", "spreadsheet"),
+    ]
 
 
 def test_a_steering_reason_is_flagged_for_review_and_never_proposed(world, django_capture_on_commit_callbacks):
@@ -197,14 +211,25 @@ def test_a_steering_reason_is_flagged_for_review_and_never_proposed(world, djang
             response = admin.post("/api/v1/promotions/scan", {"scanner": "agent_learning"}, format="json")
         assert response.status_code == 202, response.content
         run = admin.get(f"/api/v1/promotions/scans/{response.json()['id']}").json()
-        report = {"thumbs_down": 2, "groups": 0, "proposed": 0, "flagged": flagged_now}
+        report = {
+            "thumbs_down": 2,
+            "groups": 0,
+            "proposed": 0,
+            "flagged": flagged_now,
+            "one_off": flagged_now,  # the clean one alone: a one-off candidate, opened once
+            "reinforced": 0,
+            "applied": 0,
+            "waiting": 0,
+        }
         assert run["report"]["agent_learning"] == report
     with django_capture_on_commit_callbacks(execute=True):
         world.session_client("admin").post("/console/promotions/scan")  # so does the console
     page = world.session_client("admin").get("/console/promotions/")
     assert page.status_code == 200
     assert b"0 steering reasons flagged" in page.content
-    assert not LearningPromotion.objects.exists()
+    one_off = LearningPromotion.objects.get()  # never built from the steering reason
+    assert one_off.promotion_path == "human_review"
+    assert one_off.source_event_ids == [str(feedback_events().get(subject_id="resp-1").pk)]
     flagged = FeedbackEvent.objects.get(event_type="learned_text_flagged")
     steering = feedback_events().get(subject_id="resp-0")
     assert (flagged.signal, flagged.subject_id, flagged.user) == ("needs_review", str(steering.pk), world.owner)

@@ -186,7 +186,7 @@ def test_a_rerun_without_parameters_is_a_plain_rerun_that_overrides_the_applied_
     decision = CommandDecision.objects.get(run_id=ran["run_id"])
     assert (decision.decision, decision.parameters, decision.corrections) == ("rerun", None, [])
     event = FeedbackEvent.objects.get(pk=decision.event_id)
-    assert (event.signal, event.after_snapshot, event.metadata["plain_rerun"]) == ("negative", None, True)
+    assert (event.signal, event.after_snapshot, event.metadata["plain_rerun"]) == ("negative", {}, True)
     # null is the same plain re-run
     ran = run(client)
     assert decide(client, ran["run_id"], "rerun", parameters=None)["overridden"] == [pattern.pk]

@@ -75,8 +75,16 @@ def test_full_lifecycle_applies_and_audits_every_step(world, candidate, good_tas
         world.admin.pk,
         "a clear example",
         {"status": "candidate"},
-        {"status": "approved"},
+        {
+            "status": "approved",
+            "promotion_path": "human_review",
+            "rule": "human_review: proposed for a person to decide",
+        },
     )
+    assert approve.metadata == {
+        "promotion_path": "human_review",
+        "rule": "human_review: proposed for a person to decide",
+    }
     row = LearningPromotion.objects.get(pk=candidate.pk)
     assert (row.reviewed_by, row.review_notes) == (world.admin, "replaced")
 

@@ -269,6 +269,8 @@ def test_superseding_an_orphaned_weight_closes_the_promotion_and_says_the_weight
         "status": "superseded",
         "weight": weight_of(promotion).pk,
         "weight_status": "orphaned",
+        "promotion_path": "human_review",
+        "rule": promotion.rule,
     }
 
 
