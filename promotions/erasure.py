@@ -54,6 +54,11 @@ def user_erase(*, actor: Actor, user: User) -> ErasureReport:
     return ErasureReport(user_id=user_id, erasure_event_id=str(erasure.pk), rows=counts)
 
 
+# Agent learnings whose prompts keep their scanner's own wording (less the erased quotes); every
+# other agent learning is about thumbs-down, whose prompt is rebuilt from the evidence that is left.
+QUOTING_SUBJECTS = ("tool_failure", "eval_failure", "task_feedback")
+
+
 def _promotions_forget(*, items: dict[str, list[str]], event_ids: set[str], traces: set[str]) -> dict[str, int]:
     """Promotions about the user's own items go (their destinations are those items, deleted too);
     promotions built from several users' evidence lose the user's part."""
@@ -69,7 +74,7 @@ def _promotions_forget(*, items: dict[str, list[str]], event_ids: set[str], trac
             # (tool failures, task ratings, eval failures) keep theirs, less the erased quotes.
             changed = (
                 _without_evidence(learning, event_ids)
-                if promotion.subject_type == "response_feedback"
+                if promotion.subject_type not in QUOTING_SUBJECTS
                 else _without_quotes(learning, event_ids)
             )
             if changed is not None:

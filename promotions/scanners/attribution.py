@@ -160,6 +160,7 @@ def attribution_scan(*, actor: Actor | None = None) -> AttributionScanReport:
                 len(reviewed) + own / 1000,
                 Proposal(
                     subject_id=f"{kind}:{pattern}"[:255],
+                    target=target,
                     proposed_learning={
                         "match_kind": kind,
                         "pattern": pattern,
@@ -183,10 +184,6 @@ def attribution_scan(*, actor: Actor | None = None) -> AttributionScanReport:
     opened = promotions_propose_bulk(
         actor=actor, promotion_type="attribution_rule", subject_type=SUBJECT_TYPE, proposals=chosen
     )
-    for promotion in opened:  # the promotion's target is a real reference where it can be
-        LearningPromotion.objects.filter(pk=promotion.pk).update(
-            target_id=str(promotion.proposed_learning["target_id"])
-        )
     report.proposed = len(opened)
     return report
 

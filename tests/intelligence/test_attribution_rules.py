@@ -76,7 +76,7 @@ def test_a_recurring_nickname_becomes_a_low_risk_candidate_and_a_generic_phrase_
     assert (promotion.risk_level, promotion.project, promotion.target_id) == (
         "low",
         targets["depot"].project,
-        str(targets["depot"].pk),
+        targets["depot"].pk,
     )
     assert promotion.proposed_learning["support"]["reviewed"] == 3
     assert len(promotion.source_event_ids) == 3
