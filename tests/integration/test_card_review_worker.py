@@ -33,7 +33,8 @@ def test_an_approved_correction_is_in_the_next_packet_after_one_job(real_broker,
     assert wait_for(refreshed, timeout=60), real_broker["log"].read_text()[-3000:]
     assert set(jobs.values_list("attempts", flat=True)) == {1}
     wing = IntelligencePacket.objects.get(target=loop.wing, current=True)
-    assert wing.sections == [{"key": "blockers", "title": "Active blockers", "cards": [str(loop.blocker.pk)]}]
+    assert [(section["key"], section["cards"]) for section in wing.sections] == [("blockers", [str(loop.blocker.pk)])]
+    assert [entry["card"] for entry in wing.sections[0]["entries"]] == [str(loop.blocker.pk)]
     root = IntelligencePacket.objects.get(target=loop.root, current=True)
     assert str(loop.blocker.pk) not in [card for section in root.sections for card in section["cards"]]
     assert "intelligence.packet_refresh_run" in real_broker["log"].read_text()
