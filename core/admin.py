@@ -17,6 +17,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable
 from typing import Any, cast
+from urllib.parse import urlencode
 
 from django import forms
 from django.apps import apps
@@ -67,11 +68,7 @@ def admin_changelist_url(model: type[models.Model], **filters: Any) -> str:
     """The admin changelist of ``model`` filtered by ``filters`` (lookups on its own columns)."""
     opts = model._meta
     url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
-    if not filters:
-        return url
-    from urllib.parse import urlencode  # noqa: PLC0415  only the filtered links need it
-
-    return f"{url}?{urlencode(filters)}"
+    return f"{url}?{urlencode(filters)}" if filters else url
 
 
 def link(url: str | None, text: object) -> str:
@@ -183,6 +180,9 @@ class BaseAdmin(admin.ModelAdmin):
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return LeanChangeList
 
+    def _preview_of(self, name: object) -> tuple[str, str, int] | None:
+        return getattr(getattr(self, name, None), "preview_of", None) if isinstance(name, str) else None
+
     def changelist_lean(self, qs: models.QuerySet) -> models.QuerySet:
         """Defer binary columns (of the rows and of what they select_related) and ``list_defer``;
         read ``preview()`` columns as substrings."""
@@ -191,23 +191,25 @@ class BaseAdmin(admin.ModelAdmin):
         for path in related:
             deferred |= {f"{path}__{name}" for name in _binary_columns(_related_model(self.model, path))}
         previews = {}
-        for name in self.list_display:
-            spec = getattr(getattr(self, name, None), "preview_of", None) if isinstance(name, str) else None
-            if spec:
-                field, alias, length = spec
-                previews[alias] = Substr(field, 1, length + 1)
-                deferred.add(field)
-        return qs.annotate(**previews).defer(*sorted(deferred)) if previews else qs.defer(*sorted(deferred))
+        for spec in filter(None, map(self._preview_of, self.list_display)):
+            field, alias, length = spec
+            previews[alias] = Substr(field, 1, length + 1)
+            deferred.add(field)
+        return qs.annotate(**previews).defer(*sorted(deferred))
 
     def row_label(self, obj: Any) -> str:
-        """A row's name in its changelist: ``str()``, unless that could read a deferred column (a
-        query per row), then its text preview or its id."""
+        """A row's name in its changelist, read from what the changelist loaded: its first column
+        (a text preview or a plain field), else ``str()`` when nothing is deferred (it might read
+        a deferred column: a query per row), else its id."""
+        first = self.list_display[0] if self.list_display else None
+        spec = self._preview_of(first)
+        if spec and getattr(obj, spec[1], None):
+            return Truncator(" ".join(getattr(obj, spec[1]).split())).chars(spec[2])
+        concrete = {f.name for f in self.model._meta.concrete_fields if not f.is_relation}
+        if isinstance(first, str) and first in concrete and first not in obj.get_deferred_fields():
+            return str(getattr(obj, first))
         if not obj.get_deferred_fields():
             return str(obj)
-        for name in self.list_display:
-            spec = getattr(getattr(self, name, None), "preview_of", None) if isinstance(name, str) else None
-            if spec and getattr(obj, spec[1], None):
-                return Truncator(getattr(obj, spec[1])).chars(spec[2])
         return f"{self.model._meta.verbose_name} {obj.pk}"
 
     def action_checkbox(self, obj: Any) -> SafeString:
