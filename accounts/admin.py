@@ -1,17 +1,30 @@
+"""Users, projects, memberships and API keys in the admin.
+
+Deleting a user or a project is the erasure or the audited deletion, which reach every app: they
+are granted in promotions/admin.py (the app above all others), and refused by the admins here.
+"""
+
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.http import HttpRequest
 
 from accounts.models import ApiKey, Project, ProjectMembership, User
-from accounts.selectors import api_key_project_limit_forget
-from accounts.services import api_key_revoke
+from accounts.services import api_key_projects_set, api_key_revoke
+from core.admin import ReadOnlyAdmin
 
 
 @admin.register(User)
 class UserAdmin(BaseUserAdmin):
     list_display = ("username", "external_id", "email", "is_staff", "is_active", "date_joined")
+    list_filter = ("is_staff", "is_superuser", "is_active")
     search_fields = ("username", "external_id", "email")
     fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("Assistant", {"fields": ("external_id",)}))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # deleting a user is the erasure: promotions/admin.py
 
 
 class MembershipInline(admin.TabularInline):
@@ -26,6 +39,20 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ("slug", "name")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the audited deletion: promotions/admin.py
+
+
+@admin.register(ProjectMembership)
+class ProjectMembershipAdmin(ReadOnlyAdmin):
+    """Every membership at a glance; they are edited on their project's page."""
+
+    list_display = ("user", "project", "role", "created_at")
+    list_filter = ("role", "project")
+    search_fields = ("user__username", "project__slug", "project__name")
+    list_select_related = ("user", "project")
+    ordering = ("project__slug", "user__username")
 
 
 class ApiKeyAdminForm(forms.ModelForm):
@@ -62,9 +89,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
+    def save_model(self, request, obj, form, change) -> None:
+        """Nothing of the row itself is editable here (a full save would race ``last_used_at``)."""
+
     def save_related(self, request, form, formsets, change) -> None:
-        super().save_related(request, form, formsets, change)
-        api_key_project_limit_forget(api_key_id=str(form.instance.pk))
+        if "projects" in form.changed_data:
+            api_key_projects_set(api_key=form.instance, projects=list(form.cleaned_data["projects"]))
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request, queryset) -> None:

@@ -90,6 +90,7 @@ class ApiKey(models.Model):
     class Meta:
         db_table = "accounts_api_key"
         ordering = ["-created_at"]
+        verbose_name = "API key"
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=["user", "service"]), name="api_key_kind_valid"),
         ]

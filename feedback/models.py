@@ -213,6 +213,7 @@ class TaskFeedback(models.Model):
     class Meta:
         db_table = "ai_task_feedback"
         ordering = ["-created_at"]
+        verbose_name_plural = "task feedback"
         indexes = [models.Index("user", models.F("created_at").desc(), name="tf_user_created")]
         constraints = [
             models.CheckConstraint(condition=Q(rating__in=["good", "bad"]), name="tf_rating_valid"),

@@ -143,6 +143,7 @@ class InsightCardEvidence(models.Model):
     class Meta:
         db_table = "insight_card_evidence"
         ordering = ["card_id", "-observed_at"]
+        verbose_name_plural = "insight card evidence"
         indexes = [models.Index("document_ref", name="card_evidence_document")]
         constraints = [
             models.UniqueConstraint(fields=["card", "excerpt_hash"], name="card_evidence_unique_excerpt"),

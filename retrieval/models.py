@@ -117,6 +117,7 @@ class RetrievalQuery(models.Model):
     class Meta:
         db_table = "retrieval_queries"
         ordering = ["-created_at"]
+        verbose_name_plural = "retrieval queries"
         indexes = [models.Index("feedback_at", name="retrieval_query_feedback_at")]
 
     def __str__(self) -> str:
@@ -158,6 +159,7 @@ class RetrievalFeedback(models.Model):
     class Meta:
         db_table = "ai_retrieval_feedback"
         ordering = ["trace", "rank"]
+        verbose_name_plural = "retrieval feedback"
         indexes = [
             models.Index("chunk", "outcome", name="retrieval_fb_chunk_outcome"),
             models.Index("user", models.F("created_at").desc(), name="retrieval_fb_user_created"),
@@ -185,6 +187,7 @@ class RetrievalProjectSettings(models.Model):
 
     class Meta:
         db_table = "retrieval_project_settings"
+        verbose_name_plural = "retrieval project settings"
         constraints = [
             models.CheckConstraint(
                 condition=Q(exploration_share__isnull=True) | Q(exploration_share__gte=0.0, exploration_share__lte=1.0),

@@ -58,6 +58,8 @@ from retrieval.models import (
     RetrievalProjectSettings,
     RetrievalQuery,
     RetrievalWeight,
+    TraceRollup,
+    TraceRollupState,
 )
 
 
@@ -347,6 +349,32 @@ class RetrievalProjectSettingsFactory(factory.django.DjangoModelFactory):
 
     project = factory.SubFactory(ProjectFactory)
     exploration_share = 0.1
+
+
+class TraceRollupFactory(factory.django.DjangoModelFactory):
+    """A rollup row as ``retrieval.rollups`` upserts it: one chunk, neighbourhood and rank."""
+
+    class Meta:
+        model = TraceRollup
+
+    ident = factory.Sequence(lambda n: sha256(f"rollup-{n}")[:40])
+    chunk = factory.SubFactory(ChunkFactory)
+    terms = "flutter wing"
+    rank = 1
+    shown = 3
+    skipped = 1
+    clicked = 2
+
+
+class TraceRollupStateFactory(factory.django.DjangoModelFactory):
+    """The rollups' one watermark row."""
+
+    class Meta:
+        model = TraceRollupState
+        django_get_or_create = ("id",)
+
+    id = 1
+    settled_id = 10
 
 
 class CommandRunFactory(factory.django.DjangoModelFactory):

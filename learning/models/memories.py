@@ -52,6 +52,7 @@ class Memory(models.Model):
     class Meta:
         db_table = "ai_memories"
         ordering = ["-created_at"]
+        verbose_name_plural = "memories"
         indexes = [
             models.Index("owner", "status", name="memory_owner_status"),
             models.Index("visibility", "status", "project", name="memory_shared"),
