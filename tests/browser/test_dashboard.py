@@ -77,6 +77,8 @@ def _shoot(page, name: str) -> None:
     directory = os.environ.get("BROWSER_SCREENSHOTS")
     if directory:
         page.screenshot(path=os.path.join(directory, f"dashboard-{name}.png"), full_page=True)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=os.path.join(directory, f"dashboard-{name}-top.png"))  # what one sees first
         charts = page.locator('[data-role="chart"]')
         for i in range(charts.count()):
             chart = charts.nth(i)
