@@ -1,7 +1,7 @@
 """Server-side SVG charts for the learning dashboard: the geometry of bars, axes and legends.
 
 Pure functions of the figures (``promotions.dashboard``); the templates draw what they return
-(``templates/promotions/_daily_chart.html``, ``_funnel.html``). No JavaScript and no library: the
+(``templates/promotions/_daily_chart.html``; the funnel in ``dashboard.html``). No JavaScript and no library: the
 page works without a network, prints, and a screen reader reads each chart's summary and table.
 Numbers are formatted here (one decimal), so the templates never localise a coordinate.
 """
@@ -157,7 +157,6 @@ def daily_chart(
     up: Sequence[str] | None = None,
     down: Sequence[str] = (),
     table_only: Sequence[str] = (),
-    unit: str = "",
     definition: str = "",
     height: int = HEIGHT,
 ) -> DailyChart:
@@ -188,7 +187,7 @@ def daily_chart(
         for i, day in enumerate(series.dates)
         if any(series.values[e.key][i] for e in listed)
     ]
-    chart.summary = _summary(series, listed, unit=unit or y_label)
+    chart.summary = _summary(series, listed, unit=y_label)
     if not chart.table_rows:
         return chart  # the empty state
     up_top = max(series.day_totals(up), default=0)

@@ -2,8 +2,8 @@
 
 Each figure is one ``GROUP BY`` over a day bucket (``TruncDate`` in the configured ``TIME_ZONE``), so
 the page runs the same six queries whatever the amount of data; days with nothing are filled in
-here. What "helped" and "hurt" count is defined once, in the ``Q`` objects below, and stated on the
-page (``templates/promotions/dashboard.html``).
+here. What "helped" and "hurt" count is defined once, in the ``Q`` objects below, and said in words
+on the page (each chart's definition in ``promotions/charts.py``) and in the README.
 """
 
 from __future__ import annotations
