@@ -36,6 +36,7 @@ urlpatterns = [
     path(
         "console/promotions/<uuid:promotion_id>/<str:action>", promotion_views.promotion_action, name="console-action"
     ),
+    path("console/dashboard/", include("promotions.dashboard_urls")),
     # --- project intelligence: the packet/card loop and the card-review queue ---
     path(
         "projects/<slug:project_slug>/intelligence/",
