@@ -3,21 +3,16 @@ review), metrics, scan, review and lifecycle actions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-from urllib.parse import urlencode
-
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 
 from accounts.actors import Actor
 from config.exceptions import ApplicationError
+from core.paging import PAGE_SIZES, CountedPaginator, page_links, page_size, querystring
 from promotions import scans, selectors, services
 from promotions.filters import PromotionFilter
 from promotions.previews import retrieval_weight_preview
@@ -26,26 +21,8 @@ ACTIONS = ("approve", "reject", "apply", "pause", "resume", "supersede")
 
 
 TAB_LABELS = {"candidate": "Candidates"}
-# Page sizes the console offers (the first is the default).
-PAGE_SIZES = (20, 50, 100)
 # What the list's links and the bulk form's way back keep: the filters, the tab, the page, its size.
 KEPT = (*selectors.QUEUE_FILTERS, "status", "page", "per_page")
-
-
-class _CountedPaginator(Paginator):
-    """A paginator told its count (the tab's count, already aggregated): no second COUNT query."""
-
-    def __init__(self, object_list: Any, per_page: int, *, count: int) -> None:
-        super().__init__(object_list, per_page)
-        self.known_count = count
-
-    @cached_property
-    def count(self) -> int:
-        return self.known_count
-
-
-def _query(params: Mapping[str, object]) -> str:
-    return "?" + urlencode({k: v for k, v in params.items() if v not in ("", None)})
 
 
 @staff_member_required
@@ -54,51 +31,39 @@ def promotion_list(request: HttpRequest) -> HttpResponse:
     counts, the activity feed and bulk review of the candidates."""
     actor = Actor.from_request(request)
     queue = selectors.promotion_queue(actor=actor, params=request.GET)
-    errors = list(queue.errors)
-    raw_size = request.GET.get("per_page", "")
-    per_page = int(raw_size) if raw_size in {str(size) for size in PAGE_SIZES} else PAGE_SIZES[0]
-    if raw_size and str(per_page) != raw_size:
-        errors.append(f"Ignored the page size {raw_size!r}: choose {', '.join(map(str, PAGE_SIZES))}.")
-    paginator = _CountedPaginator(queue.rows, per_page, count=queue.counts[queue.status])
-    page = paginator.get_page(request.GET.get("page"))
+    per_page, size_error = page_size(request.GET.get("per_page"))
     keep = {**queue.filters, "per_page": per_page if per_page != PAGE_SIZES[0] else None}
     here = {"status": queue.status, **keep}
-    filter_choices = {
-        name: PromotionFilter.base_filters[name].extra["choices"]
-        for name in ("promotion_type", "risk_level", "promotion_path")
-    }
+    paginator = CountedPaginator(queue.rows, per_page, count=queue.counts[queue.status])
+    pages = page_links(paginator, request.GET.get("page"), params=here)
     return render(
         request,
         "promotions/console_list.html",
         {
             "status": queue.status,
-            "status_label": TAB_LABELS.get(queue.status, queue.status.capitalize()),
             "tabs": [
                 {
                     "status": tab,
                     "label": TAB_LABELS.get(tab, tab.capitalize()),
                     "count": queue.counts[tab],
-                    "url": _query({**keep, "status": tab}),
+                    "url": querystring({**keep, "status": tab}),
                 }
                 for tab in selectors.QUEUE_TABS
             ],
             "filters": queue.filters,
             "filtering": bool(queue.filters),
-            "filter_errors": errors,
-            "choices": filter_choices,
+            "filter_errors": [*queue.errors, *([size_error] if size_error else [])],
+            "choices": {
+                name: PromotionFilter.base_filters[name].extra["choices"]
+                for name in ("promotion_type", "risk_level", "promotion_path")
+            },
             "projects": queue.projects,
             "page_sizes": PAGE_SIZES,
             "per_page": per_page,
-            "page": page,
-            "items": selectors.promotion_lines(promotions=page.object_list),
-            "page_links": [
-                (number, _query({**here, "page": number}) if number != Paginator.ELLIPSIS else "")
-                for number in paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)
-            ],
-            "previous_url": _query({**here, "page": page.previous_page_number()}) if page.has_previous() else "",
-            "next_url": _query({**here, "page": page.next_page_number()}) if page.has_next() else "",
-            "clear_url": _query({"status": queue.status}),
-            "back": urlencode({k: v for k, v in {**here, "page": page.number}.items() if v not in ("", None)}),
+            "pages": pages,
+            "items": selectors.promotion_lines(promotions=pages.page.object_list),
+            "clear_url": querystring({"status": queue.status}),
+            "back": querystring({**here, "page": pages.page.number})[1:],
             "total": sum(queue.counts.values()),
             "metrics": selectors.console_metrics(),
             "activity": selectors.promotion_feed(actor=actor),
@@ -111,8 +76,7 @@ def promotion_list(request: HttpRequest) -> HttpResponse:
 def _back_to_list(back: str) -> str:
     """The list as the reviewer left it (tab, filters, page), rebuilt from the known parameters only."""
     params = QueryDict(back[:2000])
-    kept = {name: params.get(name, "") for name in KEPT}
-    return reverse("console-promotions") + _query(kept)
+    return reverse("console-promotions") + querystring({name: params.get(name, "") for name in KEPT})
 
 
 @staff_member_required
