@@ -1,7 +1,8 @@
 import django_filters
-from django.db.models import CharField, Q, QuerySet
+from django.db.models import BigIntegerField, CharField, Q, QuerySet
 from django.db.models.functions import Cast
 
+from config.api import IsoDateTimeFilter
 from promotions.destinations import WRITERS
 from promotions.models import (
     LearningPromotion,
@@ -34,14 +35,23 @@ SEARCH_LEARNING_KEYS = (
 
 def promotion_search(queryset: QuerySet[LearningPromotion], words: str) -> QuerySet[LearningPromotion]:
     """Promotions whose row says every word of ``words`` (case-insensitively): in the learning's
-    title, prompt, content or description, the subject, the project, or a weight's passage. One
-    query (the passages are a subquery)."""
+    title, prompt, content or description, the project, or a weight's passage; or whose subject is
+    the word (an id pasted whole). One query: the passages are a subquery over the chunks that
+    weights are about, never over every chunk."""
+    # A weight's subject is its chunk's id (digits: the writer checks it), so the cast is safe.
+    weighted = (
+        LearningPromotion.objects.filter(promotion_type="retrieval_weight", subject_type="chunk")
+        .annotate(chunk_pk=Cast("subject_id", BigIntegerField()))
+        .values("chunk_pk")
+    )
     for word in words.split()[:SEARCH_MAX_WORDS]:
         passages = (
-            Chunk.objects.filter(content__icontains=word).annotate(as_text=Cast("pk", CharField())).values("as_text")
+            Chunk.objects.filter(pk__in=weighted, content__icontains=word)
+            .annotate(as_text=Cast("pk", CharField()))
+            .values("as_text")
         )
         matches = (
-            Q(subject_id__icontains=word)
+            Q(subject_id__iexact=word)
             | Q(project__slug__icontains=word)
             | Q(project__name__icontains=word)
             | Q(promotion_type="retrieval_weight", subject_type="chunk", subject_id__in=passages)
@@ -66,8 +76,9 @@ class PromotionFilter(django_filters.FilterSet):
     risk_level = django_filters.ChoiceFilter(choices=RiskLevel.choices, label="Risk")
     promotion_path = django_filters.ChoiceFilter(choices=PromotionPath.choices, label="Path")
     rule = django_filters.CharFilter(lookup_expr="icontains", label="Rule")
-    created_from = django_filters.DateFilter(field_name="created_at", lookup_expr="date__gte", label="Created from")
-    created_to = django_filters.DateFilter(field_name="created_at", lookup_expr="date__lte", label="Created to")
+    # As on the events list: from (inclusive) and before (exclusive); a date alone is its midnight, UTC.
+    created_after = IsoDateTimeFilter(field_name="created_at", lookup_expr="gte", label="Created from")
+    created_before = IsoDateTimeFilter(field_name="created_at", lookup_expr="lt", label="Created before")
 
     class Meta:
         model = LearningPromotion

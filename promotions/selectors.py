@@ -100,8 +100,8 @@ QUEUE_FILTERS: tuple[str, ...] = (
     "risk_level",
     "promotion_path",
     "rule",
-    "created_from",
-    "created_to",
+    "created_after",
+    "created_before",
     "subject_type",
     "subject_id",
 )
@@ -127,7 +127,7 @@ def _filter_error(filterset: PromotionFilter, name: str, value: str) -> str:
     if choices:
         return f"Ignored the {label} filter: {value!r} is not one of {', '.join(choices)}."
     if name.startswith("created_"):
-        return f"Ignored the {label} filter: {value!r} is not a date (use YYYY-MM-DD)."
+        return f"Ignored the {label} filter: {value!r} is not a date (YYYY-MM-DD) or an ISO 8601 date and time."
     return f"Ignored the {label} filter: {' '.join(filterset.errors[name])}"
 
 
@@ -138,7 +138,8 @@ def promotion_queue(*, actor: Actor, params: Mapping[str, str]) -> PromotionQueu
     so; the rest still apply."""
     _require_admin(actor)
     errors: list[str] = []
-    data = {name: str(params.get(name) or "").strip() for name in QUEUE_FILTERS}
+    # A NUL cannot be compared by PostgreSQL (a 500 deep in the query): it is no part of a filter.
+    data = {name: str(params.get(name) or "").replace("\x00", "").strip() for name in QUEUE_FILTERS}
     data = {name: value for name, value in data.items() if value}
     if "q" in data:
         data["q"] = data["q"][:QUERY_MAX_CHARS]
@@ -151,8 +152,12 @@ def promotion_queue(*, actor: Actor, params: Mapping[str, str]) -> PromotionQueu
             errors.append(_filter_error(filterset, name, data.pop(name)))
         filterset = PromotionFilter(data, queryset=promotion_list(actor=actor))
     bounds = filterset.form.cleaned_data if filterset.is_valid() else {}
-    if bounds.get("created_from") and bounds.get("created_to") and bounds["created_from"] > bounds["created_to"]:
-        errors.append("The created-from date is after the created-to date: no promotion can match both.")
+    if (
+        bounds.get("created_after")
+        and bounds.get("created_before")
+        and bounds["created_after"] >= bounds["created_before"]
+    ):
+        errors.append("The created-from date is not before the created-before date: no promotion can match both.")
     status = str(params.get("status") or PromotionStatus.CANDIDATE)
     if status not in QUEUE_TABS:
         errors.append(f"There is no {status!r} tab; showing the candidates. Tabs: {', '.join(QUEUE_TABS)}.")
@@ -246,22 +251,25 @@ class FeedEntry:
 
 
 def _who_and_verb(event: FeedbackEvent, action: str) -> tuple[str, str]:
+    """Who did it and what they did, in words; an empty ``who`` puts the verb after the promotion."""
     user = event.user.username if event.user else ""
     rule = str((event.metadata or {}).get("rule") or "")
-    verb = ACTION_WORDS.get(action, event.event_type.replace("_", " "))
-    if event.signal == "failed":
-        verb = f"could not {action}"
-    if action == "propose":
-        if rule.startswith("owner_share_request"):
-            return user or "an owner", "asked to share"
-        if rule.startswith("admin_proposal"):
-            return user or "an admin", "proposed"
-        return (f"a scan {user} asked for", "proposed") if user else ("a scheduled scan", "proposed")
     if action == "expire":
         return "", "expired: nobody reviewed it in time"
-    if not user and action in ("approve", "apply"):
-        return "the system", f"{verb} automatically"
-    return user or "the system", verb
+    if event.signal == "failed":
+        return user or "the system", f"could not {action}"
+    if action == "propose" and rule.startswith("owner_share_request"):
+        return user or "an owner", "asked to share"
+    if action == "propose" and rule.startswith("admin_proposal"):
+        return user or "an admin", "proposed"
+    if action in ("propose", "reinforce"):
+        # The scanners' audit events name who asked for the scan (nobody, for the scheduled ones).
+        return f"a scan by {user}" if user else "a scheduled scan", ACTION_WORDS[action]
+    verb = ACTION_WORDS.get(action, event.event_type.replace("_", " "))
+    if not user:
+        # The automatic paths approve and apply as the system, under the rule that fired.
+        return "the system", f"automatically {verb}" if action in ("approve", "apply") else verb
+    return user, verb
 
 
 def promotion_feed(*, actor: Actor, limit: int = 20) -> list[FeedEntry]:

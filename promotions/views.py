@@ -89,7 +89,7 @@ def promotion_bulk(request: HttpRequest) -> HttpResponse:
             actor=Actor.from_request(request),
             promotion_ids=request.POST.getlist("ids"),
             action=action,
-            notes=request.POST.get("notes", "")[:10_000],
+            notes=request.POST.get("notes", "").replace("\x00", "")[:10_000],  # PostgreSQL stores no NUL
         )
         past = "approved" if action == "approve" else "rejected"
         if len(done) == 1:

@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.actors import Actor
 from feedback.models import FeedbackEvent
 from promotions import services
 from promotions.models import LearningPromotion
@@ -22,6 +23,7 @@ from promotions.summaries import promotion_summaries, promotion_summary
 from tests.factories import (
     ChunkFactory,
     DocumentFactory,
+    FeedbackEventFactory,
     LearningPromotionFactory,
     ProjectFactory,
     TaskFeedbackFactory,
@@ -180,7 +182,7 @@ def test_the_page_costs_the_same_queries_for_1_or_60_rows_of_mixed_types(world):
 def test_filters_and_search_add_no_query_per_row(world):
     client = world.session_client("admin")
     of_every_type(world)
-    params = {"q": "the", "risk_level": "medium", "created_from": "2000-01-01", "project": "apollo"}
+    params = {"q": "the", "risk_level": "medium", "created_after": "2000-01-01", "project": "apollo"}
     with CaptureQueriesContext(connection) as few:
         client.get(LIST, params)
     for i in range(1, 6):
@@ -223,17 +225,28 @@ def test_search_and_filters(world, params, expected):
     assert rows(response.content.decode()) == expected
 
 
-def test_the_date_range_reads_the_creation_day(world):
+def test_a_subject_is_found_by_its_whole_id_only(world):
+    rated = TaskFeedbackFactory()
+    promotion = LearningPromotionFactory(subject_id=str(rated.pk), proposed_learning={"title": "Call Acme"})
+    client = world.session_client("admin")
+    assert rows(client.get(LIST, {"q": str(rated.pk).upper()}).content.decode()) == ["Task example: Call Acme"]
+    # A word that happens to be hex is not a piece of every id.
+    assert rows(client.get(LIST, {"q": str(promotion.subject_id)[:4]}).content.decode()) == []
+
+
+def test_the_date_range_is_from_a_day_and_before_another(world):
     old, new = LearningPromotionFactory(), LearningPromotionFactory()
     LearningPromotion.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
     today = timezone.now().date()
     client = world.session_client("admin")
-    [new_line] = rows(client.get(LIST, {"created_from": today.isoformat()}).content.decode())
+    [new_line] = rows(client.get(LIST, {"created_after": today.isoformat()}).content.decode())
     assert new_line == f"Task example: {new.subject_id}"
-    [old_line] = rows(client.get(LIST, {"created_to": (today - timedelta(days=1)).isoformat()}).content.decode())
+    [old_line] = rows(client.get(LIST, {"created_before": today.isoformat()}).content.decode())
     assert old_line == f"Task example: {old.subject_id}"
-    both = {"created_from": (today - timedelta(days=31)).isoformat(), "created_to": today.isoformat()}
-    assert len(rows(client.get(LIST, both).content.decode())) == 2
+    both = {"created_after": (today - timedelta(days=31)).isoformat(), "created_before": "2999-01-01T00:00:00Z"}
+    html = client.get(LIST, both).content.decode()
+    assert len(rows(html)) == 2
+    assert f'name="created_after" value="{(today - timedelta(days=31)).isoformat()}"' in html  # the inputs keep them
 
 
 def test_tab_counts_follow_the_filters_and_links_keep_them(world):
@@ -264,7 +277,8 @@ def test_api_list_takes_the_same_filters(world):
     refused = admin.get(url, {"promotion_type": "sideways"})
     assert refused.status_code == 400
     assert "promotion_type" in refused.json()["error"]["fields"]
-    assert admin.get(url, {"created_from": "yesterday"}).status_code == 400
+    assert admin.get(url, {"created_after": "yesterday"}).status_code == 400
+    assert len(admin.get(url, {"created_before": "2000-01-01"}).json()["results"]) == 0
 
 
 # --- bad filters: a message, never a 500 --------------------------------------------------------
@@ -278,15 +292,15 @@ def test_api_list_takes_the_same_filters(world):
         ({"risk_level": "extreme"}, "Ignored the risk filter: 'extreme' is not one of low, medium, high."),
         ({"promotion_path": "sideways-path"}, "Ignored the path filter: 'sideways-path' is not one of human_review,"),
         (
-            {"created_from": "2026-02-30"},
-            "Ignored the created from filter: '2026-02-30' is not a date (use YYYY-MM-DD).",
+            {"created_after": "2026-02-30"},
+            "Ignored the created from filter: '2026-02-30' is not a date (YYYY-MM-DD) or an ISO 8601 date and time.",
         ),
-        ({"created_to": "yesterday"}, "Ignored the created to filter: 'yesterday' is not a date (use YYYY-MM-DD)."),
+        ({"created_before": "yesterday"}, "Ignored the created before filter: 'yesterday' is not a date (YYYY-MM-DD)"),
         ({"project": "atlantis"}, "Ignored the project filter: there is no project 'atlantis'."),
         ({"per_page": "1000000"}, "Ignored the page size '1000000': choose 20, 50, 100."),
         (
-            {"created_from": "2026-03-02", "created_to": "2026-03-01"},
-            "The created-from date is after the created-to date",
+            {"created_after": "2026-03-02", "created_before": "2026-03-02"},
+            "The created-from date is not before the created-before date",
         ),
     ],
 )
@@ -296,9 +310,19 @@ def test_bad_filters_say_what_was_ignored(world, params, message):
     assert response.status_code == 200
     html = unescape(response.content.decode())
     assert message in html
-    if "created-from date is after" not in message:
+    if "created-from date is not before" not in message:
         assert rows(response.content.decode()) == ["Task example: Still listed"]  # the other filters still apply
         assert f"={next(iter(params.values()))}" not in re.sub(r'<li class="warning".*?</li>', "", html)  # not kept
+
+
+def test_a_nul_in_a_filter_or_the_notes_is_dropped(world):
+    promotion = LearningPromotionFactory(proposed_learning={"title": "Call Acme"})
+    client = world.session_client("admin")
+    response = client.get(LIST, {"q": "Acme\x00", "rule": "\x00", "promotion_type": "task_example\x00"})
+    assert response.status_code == 200
+    assert rows(response.content.decode()) == ["Task example: Call Acme"]
+    client.post(bulk_url(), {"ids": [str(promotion.pk)], "action": "approve", "notes": "fine\x00 by me"})
+    assert LearningPromotion.objects.get().review_notes == "fine by me"
 
 
 def test_a_page_past_the_end_or_not_a_number_shows_a_real_page(world):
@@ -467,15 +491,49 @@ def test_the_feed_names_who_did_what_to_which_promotion(world):
     LearningPromotion.objects.filter(pk=expiring.pk).update(expires_at=timezone.now() - timedelta(days=1))
     services.promotions_expire()
     html = world.session_client("admin").get(LIST).content.decode()
-    feed = [
-        re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", item))).strip()
-        for item in re.findall(r'data-role="activity-entry".*?</li>', html, flags=re.S)
-    ]
+    feed = feed_of(html)
     assert feed[0].endswith("“Task example: Old one” expired: nobody reviewed it in time")
     assert feed[1].endswith("admin applied “Task example: Call Acme”")
     assert feed[2].endswith("admin approved “Task example: Call Acme”")
     assert f'href="/console/promotions/{task.pk}/">“Task example: Call Acme”</a>' in html
     assert "promotion_approve" not in html.split('data-role="activity"', 1)[1]
+
+
+def feed_of(html: str) -> list[str]:
+    return [
+        re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", item))).strip()
+        for item in re.findall(r'data-role="activity-entry"[^>]*>(.*?)</li>', html, flags=re.S)
+    ]
+
+
+def test_the_feed_tells_scans_the_system_and_failures_apart(world):
+    by_schedule, by_admin = (
+        services.promotions_propose_bulk(
+            actor=actor,
+            promotion_type="memory",
+            subject_type="memory",
+            proposals=[services.Proposal(subject_id=name, proposed_learning={"content": name}, confidence=0.5)],
+        )[0]
+        for name, actor in (("Fact one", Actor.for_system()), ("Fact two", world.actor("admin")))
+    )
+    services.promotion_transition(actor=world.actor("admin"), promotion_id=str(by_admin.pk), action="approve")
+    common = {"event_family": "workflow_outcome", "subject_type": "promotion", "user": None, "writer": "system"}
+    FeedbackEventFactory(**common, subject_id=str(by_schedule.pk), event_type="promotion_approve", signal="accepted")
+    FeedbackEventFactory(
+        **common,
+        subject_id=str(by_admin.pk),
+        event_type="promotion_apply",
+        signal="failed",
+        after_snapshot={"status": "approved", "error": "The memory was deleted by its owner."},
+    )
+    feed = feed_of(world.session_client("admin").get(LIST).content.decode())
+    assert [line.split(" ", 2)[2] for line in feed] == [  # after the date and time
+        "the system could not apply “Share memory with the team: Fact two”: The memory was deleted by its owner.",
+        "the system automatically approved “Share memory with the team: Fact one”",
+        "admin approved “Share memory with the team: Fact two”",
+        "a scan by admin proposed “Share memory with the team: Fact two”",
+        "a scheduled scan proposed “Share memory with the team: Fact one”",
+    ]
 
 
 def test_the_empty_queue_says_how_candidates_arise(world):
