@@ -256,6 +256,10 @@ def _who_and_verb(event: FeedbackEvent, action: str) -> tuple[str, str]:
     rule = str((event.metadata or {}).get("rule") or "")
     if action == "expire":
         return "", "expired: nobody reviewed it in time"
+    if event.event_type == "retrieval_weight_orphaned":
+        return "", "lost its passage to a re-import (the weight is orphaned)"
+    if action not in ACTION_WORDS:  # an event this feed has no words for: its name, in words
+        return "", f"— {event.event_type.replace('_', ' ')}"
     if event.signal == "failed":
         return user or "the system", f"could not {action}"
     if action == "propose" and rule.startswith("owner_share_request"):
@@ -265,7 +269,7 @@ def _who_and_verb(event: FeedbackEvent, action: str) -> tuple[str, str]:
     if action in ("propose", "reinforce"):
         # The scanners' audit events name who asked for the scan (nobody, for the scheduled ones).
         return f"a scan by {user}" if user else "a scheduled scan", ACTION_WORDS[action]
-    verb = ACTION_WORDS.get(action, event.event_type.replace("_", " "))
+    verb = ACTION_WORDS[action]
     if not user:
         # The automatic paths approve and apply as the system, under the rule that fired.
         return "the system", f"automatically {verb}" if action in ("approve", "apply") else verb

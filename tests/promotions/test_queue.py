@@ -526,8 +526,10 @@ def test_the_feed_tells_scans_the_system_and_failures_apart(world):
         signal="failed",
         after_snapshot={"status": "approved", "error": "The memory was deleted by its owner."},
     )
+    FeedbackEventFactory(**common, subject_id=str(by_schedule.pk), event_type="promotion_surprise", signal="stale")
     feed = feed_of(world.session_client("admin").get(LIST).content.decode())
     assert [line.split(" ", 2)[2] for line in feed] == [  # after the date and time
+        "“Share memory with the team: Fact one” — promotion surprise",
         "the system could not apply “Share memory with the team: Fact two”: The memory was deleted by its owner.",
         "the system automatically approved “Share memory with the team: Fact one”",
         "admin approved “Share memory with the team: Fact two”",
