@@ -32,6 +32,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(next_page="/"), name="logout"),
     path("console/promotions/", promotion_views.promotion_list, name="console-promotions"),
     path("console/promotions/scan", promotion_views.promotion_scan, name="console-scan"),
+    path("console/promotions/bulk", promotion_views.promotion_bulk, name="console-bulk"),
     path("console/promotions/<uuid:promotion_id>/", promotion_views.promotion_detail, name="console-promotion"),
     path(
         "console/promotions/<uuid:promotion_id>/<str:action>", promotion_views.promotion_action, name="console-action"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from accounts.actors import Actor
@@ -24,6 +24,7 @@ from intelligence.models import (
     IntelligencePacketCard,
     IntelligenceReview,
     IntelligenceTarget,
+    ReviewStatus,
     TargetKind,
 )
 from retrieval.models import Document
@@ -207,6 +208,24 @@ def reviews_list(*, actor: Actor) -> QuerySet[IntelligenceReview]:
         "card", "card__target", "project", "requested_by", "reviewer"
     ).prefetch_related(
         Prefetch("card__evidence", queryset=InsightCardEvidence.objects.select_related("document").order_by("pk"))
+    )
+
+
+def reviews_counts(*, actor: Actor) -> dict[str, int]:
+    """How many card reviews each status tab holds (staff admins; zeros for anyone else). One query."""
+    if not actor.is_admin:
+        return dict.fromkeys(ReviewStatus.values, 0)
+    return IntelligenceReview.objects.aggregate(
+        **{status: Count("pk", filter=Q(status=status)) for status in ReviewStatus.values}
+    )
+
+
+def attribution_counts(*, actor: Actor) -> dict[str, int]:
+    """How many attribution candidates each status tab holds (staff admins; zeros for anyone else). One query."""
+    if not actor.is_admin:
+        return dict.fromkeys(AttributionStatus.values, 0)
+    return DocumentAttributionCandidate.objects.aggregate(
+        **{status: Count("pk", filter=Q(status=status)) for status in AttributionStatus.values}
     )
 
 

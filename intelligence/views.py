@@ -3,9 +3,13 @@ for the project's members and staff), and the console's card-review and attribut
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -13,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.actors import Actor
 from config.exceptions import ApplicationError
+from core.paging import PAGE_SIZES, CountedPaginator, page_links, page_size, querystring
 from intelligence import selectors
 from intelligence.models import AttributionStatus, ReviewStatus
 from intelligence.services.attribution_reviews import DECISIONS as ATTRIBUTION_DECISIONS
@@ -58,16 +63,49 @@ def project_document(request: HttpRequest, project_slug: str, document_id: str) 
     return render(request, "intelligence/document.html", {"project": project, "document": document})
 
 
+def _queue(
+    request: HttpRequest,
+    *,
+    tabs: Sequence[str],
+    default: str,
+    rows_of: Callable[[str], QuerySet],
+    counts: dict[str, int],
+) -> dict[str, Any]:
+    """What a console queue shows: the tab asked for (an unknown one is the default, with a notice),
+    each tab with its count and link, and one page of that tab's rows ("Showing 21–40 of 57") with
+    the page links, which keep the tab and the page size."""
+    status = request.GET.get("status") or default
+    notices = []
+    if status not in tabs:
+        notices.append(f"There is no {status[:40]!r} tab; showing {default}. Tabs: {', '.join(tabs)}.")
+        status = default
+    per_page, size_error = page_size(request.GET.get("per_page"))
+    if size_error:
+        notices.append(size_error)
+    keep = {"per_page": per_page if per_page != PAGE_SIZES[0] else None}
+    paginator = CountedPaginator(rows_of(status), per_page, count=counts[status])
+    pages = page_links(paginator, request.GET.get("page"), params={"status": status, **keep})
+    return {
+        "status": status,
+        "tabs": [{"status": tab, "count": counts[tab], "url": querystring({"status": tab, **keep})} for tab in tabs],
+        "pages": pages,
+        "rows": list(pages.page.object_list),
+        "notices": notices,
+    }
+
+
 @staff_member_required
 def review_queue(request: HttpRequest) -> HttpResponse:
     """The card-review queue: each review with its card and evidence as text, approve or reject."""
-    status = request.GET.get("status", ReviewStatus.OPEN)
-    if status not in REVIEW_TABS:
-        status = ReviewStatus.OPEN
-    reviews = selectors.reviews_list(actor=Actor.from_request(request)).filter(status=status)[:100]
-    return render(
-        request, "intelligence/console_reviews.html", {"tabs": REVIEW_TABS, "status": status, "reviews": reviews}
+    actor = Actor.from_request(request)
+    queue = _queue(
+        request,
+        tabs=REVIEW_TABS,
+        default=ReviewStatus.OPEN,
+        rows_of=lambda status: selectors.reviews_list(actor=actor).filter(status=status),
+        counts=selectors.reviews_counts(actor=actor),
     )
+    return render(request, "intelligence/console_reviews.html", {**queue, "reviews": queue["rows"]})
 
 
 @staff_member_required
@@ -94,22 +132,26 @@ ATTRIBUTION_TABS = AttributionStatus.values
 ATTRIBUTION_PAST = {"approve": "approved", "reject": "rejected", "correct": "corrected"}
 
 
+def _attribution_rows(actor: Actor, status: str) -> QuerySet:
+    rows = selectors.attribution_candidates(actor=actor, status=status)
+    return rows if status == AttributionStatus.CANDIDATE else rows.order_by("-decided_at", "-pk")
+
+
 @staff_member_required
 def attribution_queue(request: HttpRequest) -> HttpResponse:
-    status = request.GET.get("status", AttributionStatus.CANDIDATE)
-    if status not in ATTRIBUTION_TABS:
-        status = AttributionStatus.CANDIDATE
     actor = Actor.from_request(request)
-    rows = selectors.attribution_candidates(actor=actor, status=status)
-    if status != AttributionStatus.CANDIDATE:
-        rows = rows.order_by("-decided_at", "-pk")
+    queue = _queue(
+        request,
+        tabs=ATTRIBUTION_TABS,
+        default=AttributionStatus.CANDIDATE,
+        rows_of=lambda status: _attribution_rows(actor, status),
+        counts=selectors.attribution_counts(actor=actor),
+    )
     return render(
         request,
         "intelligence/console_attribution.html",
         {
-            "tabs": ATTRIBUTION_TABS,
-            "status": status,
-            "rows": list(rows[:100]),
+            **queue,
             "targets": list(selectors.attribution_queue_targets()),
             "activity": selectors.attribution_activity(),
         },

@@ -16,6 +16,7 @@ from django.utils import timezone
 from accounts.actors import Actor
 from accounts.models import Project, User
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
+from core.ids import parse_uuid
 from feedback.models import EventFamily, Signal
 from feedback.services.bulk import events_record_bulk
 from feedback.services.events import EventInput, event_record
@@ -31,6 +32,7 @@ from promotions.models import (
     PromotionStatus,
     RiskLevel,
 )
+from promotions.summaries import promotion_summaries
 
 logger = logging.getLogger(__name__)
 
@@ -502,3 +504,78 @@ def promotion_auto_promote(*, promotion_id: str) -> LearningPromotion:
             # A person decided meanwhile: theirs stands.
             return LearningPromotion.objects.get(pk=promotion.pk)
     return promotion
+
+
+# Bulk review: the console's "approve selected" / "reject selected".
+BULK_REVIEW_ACTIONS = ("approve", "reject")
+# At most a page of the console's largest page size.
+BULK_REVIEW_MAX = 100
+
+
+def _listed(items: Sequence[str], limit: int = 5) -> str:
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def promotions_review_bulk(
+    *, actor: Actor, promotion_ids: Sequence[str], action: str, notes: str = ""
+) -> list[LearningPromotion]:
+    """Approve or reject several candidates as one decision with the same notes: each goes through
+    the state machine and is audited as a single action would be, all in one transaction. If any id
+    is not a promotion, or any promotion is no longer a candidate (someone decided meanwhile), none
+    changes and the error names each one that stopped the batch: a batch is never half done."""
+    reviewer = _require_reviewer(actor)
+    if action not in BULK_REVIEW_ACTIONS:
+        raise ApplicationError(f"A bulk review can {' or '.join(BULK_REVIEW_ACTIONS)}; not {action!r}.", field="action")
+    past = str(TRANSITIONS[action][1])
+    if not promotion_ids:
+        raise ApplicationError(f"Select at least one promotion; nothing was {past}.", field="ids")
+    parsed = [(raw, parse_uuid(str(raw).strip())) for raw in promotion_ids]
+    bad = [repr(str(raw)[:40]) for raw, pk in parsed if pk is None]
+    if bad:
+        raise ApplicationError(f"Not promotion ids: {_listed(bad)}; nothing was {past}.", field="ids")
+    unique = list(dict.fromkeys(pk for _, pk in parsed if pk is not None))
+    if len(unique) > BULK_REVIEW_MAX:
+        raise ApplicationError(
+            f"At most {BULK_REVIEW_MAX} promotions at a time ({len(unique)} were selected); nothing was {past}.",
+            field="ids",
+        )
+    sources = TRANSITIONS[action][0]
+    with transaction.atomic():
+        locked = {
+            p.pk: p
+            for p in LearningPromotion.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(pk__in=unique)
+        }
+        missing = [str(pk) for pk in unique if pk not in locked]
+        if missing:
+            raise NotFoundError(f"No such promotion: {_listed(missing)}; nothing was {past}.", field="ids")
+        blocked = [locked[pk] for pk in unique if locked[pk].status not in sources]
+        if blocked:
+            names = promotion_summaries(blocked)
+            which = [f"“{names[p.pk]}” is {p.status}" for p in blocked]
+            raise Conflict(
+                f"Nothing was {past}: {len(blocked)} of the {len(unique)} selected promotions "
+                f"{'is no longer a candidate' if len(blocked) == 1 else 'are no longer candidates'} "
+                f"({_listed(which)}). "
+                "Reload the list and select again.",
+                field="ids",
+                extra={"blocked": [str(p.pk) for p in blocked]},
+            )
+        done = []
+        for pk in unique:
+            try:
+                done.append(
+                    _transition(
+                        actor=actor,
+                        reviewer=reviewer,
+                        promotion_id=str(pk),
+                        action=action,
+                        notes=notes,
+                        superseded_by=None,
+                    )
+                )
+            except _DestinationFailed as failed:  # approve and reject write no destination; never half done
+                raise failed.error from None
+    return done

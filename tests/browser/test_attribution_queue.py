@@ -44,7 +44,7 @@ def test_correct_and_reject_from_the_queue(logged_in_page):
     other.get_by_label(f"Notes for rejecting {second.pk}").fill("a vendor newsletter")
     other.get_by_role("button", name="Reject").click()
     page.get_by_text(f"Candidate {second.pk} rejected.").wait_for()
-    assert page.get_by_text("Nothing candidate.").is_visible()
+    assert page.get_by_text("No attributions are waiting.").is_visible()
 
     page.get_by_role("link", name="rejected").click()
     assert "a vendor newsletter" in page.locator(f'[data-candidate="{second.pk}"]').inner_text()

@@ -40,7 +40,7 @@ def test_generate_approve_preview_apply_pause_resume(logged_in_page):
     page.locator('[data-role="scan-status"]', has_text="succeeded").wait_for()
     page.get_by_text("Retrieval: 0 boosts and 1 penalties proposed").wait_for()
     assert ScanRun.objects.get().requested_by == admin
-    page.get_by_role("link", name="retrieval_weight").click()
+    page.locator('[data-role="row-link"]', has_text="Rank passage").click()
     page.get_by_label("Notes for approve").fill("stale since the 2025 revision")
     page.get_by_role("button", name="Approve").click()
     page.get_by_text("Promotion approved.").wait_for()

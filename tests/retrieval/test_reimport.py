@@ -327,6 +327,7 @@ def test_the_console_shows_the_refusal_and_the_orphaning_in_the_audit_trail(worl
     assert "no longer exists" in response.json()["error"]["message"]
     listing = client.get("/console/promotions/?status=applied").content.decode()
     assert '<div class="metric" data-role="orphaned-weights"><b>1</b>orphaned weights</div>' in listing
+    assert "”</a> lost its passage to a re-import (the weight is orphaned)" in listing
 
 
 # --- traces of removed passages ---------------------------------------------------------------
