@@ -32,7 +32,7 @@ from intelligence.services.packets import SECTION_OF_TYPE, SECTIONS
 from learning.conf import learning_settings
 from learning.context.build import Context
 from learning.context.render import context_render
-from learning.models import AgentLearning, LearnedWorkflow, LearningUsage, Memory
+from learning.models import AgentLearning, CommandRun, LearnedWorkflow, LearningUsage, Memory
 from promotions.models import LIVE_STATUSES, OPEN_STATUSES, LearningPromotion
 from promotions.previews import retrieval_weight_preview
 from promotions.services import actions_from
@@ -235,10 +235,10 @@ def _risk(learning: dict[str, Any], level: str) -> str:
     risk = _dict(learning.get("risk"))
     reasons = [str(r) for r in (risk.get("reasons") or []) if r]
     if reasons:
-        return f"Risk {level}: it touches {'; '.join(reasons)}. An automatic path never applies it; a person decides."
+        return f"{level.capitalize()}: it touches {'; '.join(reasons)}. No automatic path applies it: a person decides."
     if level == "low":
-        return "Risk low: nothing financial, legal, contractual or client-facing in its text, tags or tool."
-    return f"Risk {level}."
+        return "Low: nothing financial, legal, contractual or client-facing in its text, tags or tool."
+    return level.capitalize() + "."
 
 
 # --- per type ----------------------------------------------------------------------------------
@@ -373,7 +373,7 @@ def _retrieval_weight(promotion: LearningPromotion, learning: dict[str, Any], x:
         used_users = {r["user__username"] for r in rows if r["user__username"] and _used(r)}
         mean_rank = statistics.mean(r["rank"] for r in rows)
         who = (
-            f"{len(used_users)} of the {times(len(shown_users), 'user')} who were shown it in these searches used it"
+            f"{len(used_users)} of {times(len(shown_users), 'user')} shown it in these searches used it"
             if shown_users
             else f"used in {sum(_used(r) for r in rows)} of these {times(len(rows), 'search', 'searches')}"
         )
@@ -515,7 +515,7 @@ def _preview(promotion: LearningPromotion) -> Preview:
         return Preview(summary="", error=exc.message)
     rows, summary = found["queries"], found["summary"]
     if not rows:
-        return Preview(summary="None of the recent searches would be reached: the weight changes nothing for them yet.")
+        return Preview(summary="No recent search would be reached: the weight changes nothing for them yet.")
     up = sum(1 for r in rows if _moved(r) > 0)
     down = sum(1 for r in rows if _moved(r) < 0)
     text = (
@@ -547,16 +547,17 @@ def _moved(row: dict[str, Any]) -> int:
     return before - after
 
 
+# Per subject: where the learning came from, and its evidence's unit (singular, plural).
 AGENT_SOURCES = {
-    "response_feedback": ("thumbs-down on responses", "thumbs-down"),
-    "tool_failure": ("repeated tool failures", "failed run"),
-    "task_feedback": ("bad task ratings", "bad rating"),
-    "eval_failure": ("deterministic eval failures", "eval failure"),
+    "response_feedback": ("thumbs-down on responses", "thumbs-down", "thumbs-down"),
+    "tool_failure": ("repeated tool failures", "failed run", "failed runs"),
+    "task_feedback": ("bad task ratings", "bad rating", "bad ratings"),
+    "eval_failure": ("deterministic eval failures", "eval failure", "eval failures"),
 }
 
 
 def _agent_learning(promotion: LearningPromotion, learning: dict[str, Any], x: Explanation) -> None:
-    source, unit = AGENT_SOURCES.get(promotion.subject_type, ("feedback", "event"))
+    source, unit, units = AGENT_SOURCES.get(promotion.subject_type, ("feedback", "event", "events"))
     prompt = str(learning.get("prevention_prompt") or "")
     title = str(learning.get("title") or "")
     tool = str(learning.get("tool_name") or "")
@@ -601,7 +602,7 @@ def _agent_learning(promotion: LearningPromotion, learning: dict[str, Any], x: E
         counted = {k: v for k, v in people.items() if k in ids}
         x.facts.append(
             Fact(
-                f"{times(len(ids), unit)}{_who(counted)}{_span(counted)}.",
+                f"{times(len(ids), unit, units)}{_who(counted)}{_span(counted)}.",
                 _links(events_link(ids, f"the {times(len(ids), 'event')}")),
             )
         )
@@ -609,13 +610,13 @@ def _agent_learning(promotion: LearningPromotion, learning: dict[str, Any], x: E
     if evidence:
         x.tables.append(
             Table(
-                title="Evidence",
+                title=f"The {units}" if units != unit else f"The {unit}",
                 columns=["When", "User", *columns, "Event"],
                 rows=[
                     [
                         Cell(_day(people.get(str(e.get("event")), ("", None))[1])),
                         Cell(people.get(str(e.get("event")), ("",))[0] or "—"),
-                        *[Cell(text or "—") for text in cells(e)],
+                        *cells(e),
                         Cell("event", admin_change_url(FeedbackEvent, e.get("event"))) if e.get("event") else Cell("—"),
                     ]
                     for e in evidence[:SHOWN]
@@ -651,18 +652,24 @@ def _agent_learning(promotion: LearningPromotion, learning: dict[str, Any], x: E
         x.destination = f"The lesson is {row[1]}."
 
 
-def _agent_columns(subject_type: str) -> tuple[list[str], Callable[[dict[str, Any]], list[str]]]:
+def _agent_columns(subject_type: str) -> tuple[list[str], Callable[[dict[str, Any]], list[Cell]]]:
     """The evidence table's own columns per kind of evidence, and how a row fills them."""
     if subject_type == "tool_failure":
-        return ["Run", "Error shown"], lambda e: [str(e.get("run") or ""), str(e.get("error") or "")]
+        return ["Error shown", "Run"], lambda e: [
+            Cell(str(e.get("error") or "—")),
+            Cell("the run", admin_change_url(CommandRun, e.get("run"))) if e.get("run") else Cell("—"),
+        ]
     if subject_type == "task_feedback":
-        return ["Task", "Reason given"], lambda e: [str(e.get("title") or ""), str(e.get("reason") or "")]
+        return ["Task", "Reason given"], lambda e: [
+            Cell(str(e.get("title") or "—")),
+            Cell(str(e.get("reason") or "—")),
+        ]
     if subject_type == "eval_failure":
-        return ["Observed"], lambda e: [str(e.get("observed") or "")]
+        return ["Observed"], lambda e: [Cell(str(e.get("observed") or "—"))]
     return ["Response", "Reason given", "Tool trace"], lambda e: [
-        str(e.get("response") or ""),
-        str(e.get("reason") or ""),
-        _trace_text(e.get("tool_trace")),
+        Cell(str(e.get("response") or "—")),
+        Cell(str(e.get("reason") or "—")),
+        Cell(_trace_text(e.get("tool_trace")) or "—"),
     ]
 
 
@@ -1057,7 +1064,7 @@ def promotion_explain(*, promotion: LearningPromotion) -> Explanation:
         builder(promotion, learning, x)
     x.about = [a for a in x.about if a]
     if not x.risk:
-        x.risk = f"Risk {promotion.risk_level}."
+        x.risk = promotion.risk_level.capitalize() + "."
     retires = (
         "retires what it made, which stops applying at once"
         if promotion.applied_at is not None
