@@ -110,6 +110,7 @@ class Explanation:
     actions: list[str] = field(default_factory=list)
     consequences: dict[str, str] = field(default_factory=dict)  # per confirmed action
     risk: str = ""
+    rule: str = ""  # why it was proposed, in words
 
 
 # --- small helpers -----------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def events_link(event_ids: Sequence[Any], text: str = "") -> Link | None:
         return None
     if len(ids) == 1:
         url = admin_change_url(FeedbackEvent, ids[0])
-        return Link(text or "the event", url) if url else None
+        return Link(text if text and not text.startswith("the 1 ") else "the event", url) if url else None
     url = admin_list_url(FeedbackEvent, id__in=",".join(ids[:LINKED]))
     return Link(text or f"the {len(ids)} events", url) if url else None
 
@@ -233,7 +234,7 @@ def _who(people: dict[str, tuple[str, datetime]]) -> str:
 
 def _risk(learning: dict[str, Any], level: str) -> str:
     risk = _dict(learning.get("risk"))
-    reasons = [str(r) for r in (risk.get("reasons") or []) if r]
+    reasons = [str(r).replace("_", "-") for r in (risk.get("reasons") or []) if r]  # "client-facing: client"
     if reasons:
         return f"{level.capitalize()}: it touches {'; '.join(reasons)}. No automatic path applies it: a person decides."
     if level == "low":
@@ -1055,10 +1056,22 @@ REJECT_EFFECT = (
 )
 
 
+def rule_words(rule: str) -> str:
+    """A rule as the reviewer reads it: "one_off_thumbs_down: a single thumbs-down opens..." loses
+    its code name (kept in the ledger and the audit events)."""
+    name, _, words = rule.partition(": ")
+    return words if words and " " not in name else rule
+
+
 def promotion_explain(*, promotion: LearningPromotion) -> Explanation:
     """The console's explanation of one promotion (see the module); a fixed number of queries."""
     learning = promotion.proposed_learning if isinstance(promotion.proposed_learning, dict) else {}
-    x = Explanation(type_label=promotion.promotion_type, headline="", actions=actions_from(promotion.status))
+    x = Explanation(
+        type_label=promotion.promotion_type,
+        headline="",
+        actions=actions_from(promotion.status),
+        rule=rule_words(promotion.rule),
+    )
     builder = BUILDERS.get(promotion.promotion_type)
     if builder is not None:
         builder(promotion, learning, x)
