@@ -121,6 +121,14 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _number(value: Any, kind: type[int] | type[float]) -> Any:
+    """A number a hand-proposed learning may hold in any shape (0 when it is not one)."""
+    try:
+        return kind(value) if not isinstance(value, bool) else 0
+    except (TypeError, ValueError):
+        return 0
+
+
 def _q(text: Any, limit: int = 200) -> str:
     """Text quoted for a sentence, shortened to ``limit`` characters."""
     words = " ".join(str(text or "").split())
@@ -246,7 +254,7 @@ def _risk(learning: dict[str, Any], level: str) -> str:
 
 
 def _retrieval_weight(promotion: LearningPromotion, learning: dict[str, Any], x: Explanation) -> None:
-    chunk_pk = int(learning.get("chunk") or (promotion.subject_id if promotion.subject_id.isdigit() else 0))
+    chunk_pk = _number(learning.get("chunk"), int) or _number(promotion.subject_id, int)
     chunk = (
         Chunk.objects.select_related("document__project")
         .defer("embedding", "document__raw_text")
@@ -258,7 +266,7 @@ def _retrieval_weight(promotion: LearningPromotion, learning: dict[str, Any], x:
         if chunk is not None
         else Document.objects.select_related("project").defer("raw_text").filter(pk=learning.get("document")).first()
     )
-    multiplier = float(learning.get("multiplier") or 1.0)
+    multiplier = _number(learning.get("multiplier"), float) or 1.0
     factor = multiplier_text(multiplier)
     reason = str(learning.get("reason") or "")
     scope = str(learning.get("scope") or "")
@@ -440,7 +448,8 @@ def _retrieval_weight(promotion: LearningPromotion, learning: dict[str, Any], x:
         x.destination = f"Its weight {multiplier_text(weight[0])} is {weight[1]}."
         if weight[1] == WeightStatus.ORPHANED:
             x.destination += (
-                " A re-import changed or removed its passage: it applies to nothing and can only be superseded."
+                f" Its passage in {_q(document.title or document.pk, 80) if document else 'its document'} changed or"
+                " was removed by a re-import: it applies to nothing and can only be superseded."
             )
             x.actions = [a for a in x.actions if a not in ("apply", "pause", "resume")]
 
@@ -1049,11 +1058,17 @@ BUILDERS: dict[str, Callable[[LearningPromotion, dict[str, Any], Explanation], N
     "attribution_rule": _attribution_rule,
 }
 
-# What each confirmed action does, whatever the type (Apply's sentence is the type's own).
+# Reject, per type: what happens to what it was built from (the scanners' own rules).
 REJECT_EFFECT = (
-    "Reject closes this candidate: nothing the assistant does changes, the decision and your notes stay in the "
-    "audit trail, and its evidence is not proposed again."
+    "Reject closes this candidate: nothing the assistant does changes, and the decision and your notes stay in "
+    "the audit trail."
 )
+AFTER_REJECT = {
+    "retrieval_weight": " A later scan may propose a weight for this passage again if new evidence points at it.",
+    "memory": " The owner may ask again.",
+    "workflow": " The owner may ask again.",
+}
+AFTER_REJECT_DEFAULT = " The scans do not count its evidence again."
 
 
 def rule_words(rule: str) -> str:
@@ -1085,7 +1100,7 @@ def promotion_explain(*, promotion: LearningPromotion) -> Explanation:
     )
     x.consequences = {
         "apply": x.apply_effect,
-        "reject": REJECT_EFFECT,
+        "reject": REJECT_EFFECT + AFTER_REJECT.get(promotion.promotion_type, AFTER_REJECT_DEFAULT),
         "supersede": (
             f"Supersede closes this promotion for good and {retires}; the replacement you picked is recorded with it "
             "in the ledger and the audit trail."
@@ -1099,8 +1114,8 @@ def promotion_brief(promotion: LearningPromotion, snippets: dict[int, str] | Non
     learning = promotion.proposed_learning if isinstance(promotion.proposed_learning, dict) else {}
     kind = promotion.promotion_type
     if kind == "retrieval_weight":
-        multiplier = float(learning.get("multiplier") or 1.0)
-        snippet = (snippets or {}).get(int(learning.get("chunk") or 0))
+        multiplier = _number(learning.get("multiplier"), float) or 1.0
+        snippet = (snippets or {}).get(_number(learning.get("chunk"), int))
         what = _q(snippet, 60) if snippet else f"a passage of {learning.get('document') or 'a document'}"
         return f"Rank {what} {'higher' if multiplier > 1 else 'lower'} ({multiplier_text(multiplier)})"
     if kind == "agent_learning":
@@ -1123,7 +1138,7 @@ def promotion_brief(promotion: LearningPromotion, snippets: dict[int, str] | Non
 def promotion_briefs(promotions: Sequence[LearningPromotion]) -> dict[str, str]:
     """``promotion_brief`` of each, by id: one query for the passages of retrieval weights."""
     chunk_ids = [
-        int(p.proposed_learning.get("chunk") or 0)
+        _number(p.proposed_learning.get("chunk"), int)
         for p in promotions
         if p.promotion_type == "retrieval_weight" and isinstance(p.proposed_learning, dict)
     ]

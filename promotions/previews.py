@@ -46,7 +46,13 @@ def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) 
     if promotion.promotion_type != "retrieval_weight":
         raise ApplicationError("Only retrieval weights have an impact preview.", field="promotion_type")
     learning = promotion.proposed_learning
-    chunk_id, multiplier = int(learning["chunk"]), float(learning["multiplier"])
+    try:
+        chunk_id, multiplier = int(learning["chunk"]), float(learning["multiplier"])
+    except (KeyError, TypeError, ValueError):
+        raise ApplicationError(
+            "This weight's proposed learning names no chunk and multiplier: nothing to preview.",
+            field="proposed_learning",
+        ) from None
     if not Chunk.objects.filter(pk=chunk_id).exists():
         raise Conflict(
             f"Chunk {chunk_id} no longer exists: a re-import changed or removed its passage, so there is no "

@@ -18,7 +18,7 @@ from feedback.models import FeedbackEvent
 from learning.context.build import Scope, context_build
 from learning.context.render import context_render
 from learning.models import AgentLearning
-from promotions import explain
+from promotions import explain, services
 from promotions.models import LearningPromotion
 from promotions.scanners.agent_learning import agent_learning_scan
 from promotions.scanners.retrieval import retrieval_scan
@@ -95,9 +95,15 @@ def test_a_retrieval_weight_shows_its_passage_document_queries_and_the_preview_i
     assert f"“{cases.QUERY}”" in text
     assert "1 of 1 user shown it in these searches used it; shown at rank 2.0 on average." in text
     assert "Searches with the words “experiment flutter tunnel wind”: shown 3 times" in text
-    # Each supporting search links to its feedback event in the admin.
-    event = FeedbackEvent.objects.filter(event_type="retrieval_result_feedback").first()
-    assert reverse("admin:feedback_feedbackevent_change", args=[event.pk]) in body
+    # Each supporting search links to its feedback event in the admin, the fact to all three.
+    marks = list(FeedbackEvent.objects.filter(event_type="retrieval_result_feedback"))
+    assert len(marks) == 3
+    for event in marks:
+        assert reverse("admin:feedback_feedbackevent_change", args=[event.pk]) in body
+    changelist = html.unescape(re.search(r'<a href="([^"]+)">\(the feedback events\)</a>', body).group(1))
+    listed = world.session_client("admin").get(changelist)
+    assert listed.status_code == 200
+    assert all(reverse("admin:feedback_feedbackevent_change", args=[e.pk]) in listed.content.decode() for e in marks)
     # The preview, on the page without asking: the three searches replayed, the passage moving up.
     assert 'data-role="preview-summary"' in body
     preview = text[text.index("Impact preview") :][:600]
@@ -323,3 +329,19 @@ def test_an_agent_learning_page_costs_the_same_queries_with_1_or_30_thumbs_down(
         page(client, promotion)
     )
     assert count_queries(client, promotion) == small
+
+
+def test_a_hand_proposed_weight_of_any_shape_is_still_explained(world, embedder):
+    cases.corpus(world)
+    chunk = Chunk.objects.first()
+    promotion, _ = services.promotion_propose(
+        actor=world.actor("admin"),
+        promotion_type="retrieval_weight",
+        subject_type="chunk",
+        subject_id=str(chunk.pk),
+        proposed_learning={"multiplier": "lots", "scope": "global"},
+    )
+    body = page(world.session_client("admin"), promotion)
+    text = text_of(body)
+    assert chunk.content in text  # the subject's passage all the same
+    assert "names no chunk and multiplier: nothing to preview" in text
