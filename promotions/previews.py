@@ -10,7 +10,7 @@ from config.exceptions import ApplicationError, Conflict
 from promotions.models import LearningPromotion
 from retrieval.models import Chunk, RetrievalFeedback, RetrievalQuery
 from retrieval.scope import near_paraphrase, query_terms
-from retrieval.selectors import anchor_vectors, rank_chunks
+from retrieval.selectors import Replay, anchor_vectors, rank_chunks_many
 
 POSITIVE_OUTCOMES = {"helpful"}
 
@@ -40,11 +40,19 @@ def _in_scope(learning: dict, anchors: np.ndarray, trace: RetrievalQuery) -> boo
 
 def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) -> dict:
     """Replay the recent traced queries the weight would touch, with and without it: the chunk's
-    rank in each, and where the trace carries judgments (helpful / cited / used), NDCG@10."""
+    rank in each, and where the trace carries judgments (helpful / cited / used), NDCG@10. Each is
+    ranked as search ranks it now (the active weights whose scope covers the query, its own words
+    included); a fixed number of queries, whatever the number of searches touched."""
     if promotion.promotion_type != "retrieval_weight":
         raise ApplicationError("Only retrieval weights have an impact preview.", field="promotion_type")
     learning = promotion.proposed_learning
-    chunk_id, multiplier = int(learning["chunk"]), float(learning["multiplier"])
+    try:
+        chunk_id, multiplier = int(learning["chunk"]), float(learning["multiplier"])
+    except (KeyError, TypeError, ValueError):
+        raise ApplicationError(
+            "This weight's proposed learning names no chunk and multiplier: nothing to preview.",
+            field="proposed_learning",
+        ) from None
     if not Chunk.objects.filter(pk=chunk_id).exists():
         raise Conflict(
             f"Chunk {chunk_id} no longer exists: a re-import changed or removed its passage, so there is no "
@@ -62,11 +70,14 @@ def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) 
             judged.setdefault(str(trace_id), set()).add(pk)
     rows: list[dict] = []
     changes: list[float] = []
-    for trace in touched:
-        before = rank_chunks(query_vector=trace.embedding, project=trace.project, k=trace.k)
-        after = rank_chunks(
-            query_vector=trace.embedding, project=trace.project, k=trace.k, extra={chunk_id: multiplier}
-        )
+    # Every touched search ranked twice, in a fixed number of queries (the console shows this inline).
+    replays = [
+        Replay(query_vector=trace.embedding, project=trace.project, k=trace.k, query_text=trace.query_text)
+        for trace in touched
+    ]
+    befores = rank_chunks_many(replays=replays)
+    afters = rank_chunks_many(replays=replays, extra={chunk_id: multiplier})
+    for trace, before, after in zip(touched, befores, afters, strict=True):
         relevant = judged.get(str(trace.pk))
         if relevant:
             changes.append(_ndcg(after, relevant) - _ndcg(before, relevant))

@@ -33,7 +33,8 @@ def promotion_list(*, actor: Actor) -> QuerySet[LearningPromotion]:
 
 
 def promotion_get(*, actor: Actor, promotion_id: str) -> LearningPromotion | None:
-    return promotion_list(actor=actor).filter(pk=promotion_id).first()
+    """One promotion, with its project, reviewer, target and replacement joined in."""
+    return promotion_list(actor=actor).select_related("target", "superseded_by").filter(pk=promotion_id).first()
 
 
 def scan_run_list(*, actor: Actor) -> QuerySet[ScanRun]:

@@ -53,6 +53,12 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str, str]] = {
 REINFORCE_SIGNAL = Signal.POSITIVE
 
 
+def actions_from(status: str) -> list[str]:
+    """The lifecycle actions a person may take on a promotion in this state, in the state machine's
+    order (expiry is the schedule's, never a person's)."""
+    return [action for action, (sources, _, _) in TRANSITIONS.items() if action != "expire" and status in sources]
+
+
 def candidate_expires_at(now: datetime | None = None) -> datetime:
     """When a candidate opened now expires unless someone decides: CANDIDATE_EXPIRY_DAYS from now."""
     return (now or timezone.now()) + timedelta(days=promotions_settings.CANDIDATE_EXPIRY_DAYS)
@@ -367,13 +373,31 @@ def _write_destination(
     elif action == "supersede":
         extra = {}
         if superseded_by:
-            replacement = LearningPromotion.objects.filter(pk=superseded_by).first()
-            if replacement is None or replacement.pk == promotion.pk:
-                raise ApplicationError("superseded_by must name another promotion.", field="superseded_by")
+            replacement = promotion_replacement_check(promotion=promotion, superseded_by=superseded_by)
             promotion.superseded_by = replacement
             extra = {"superseded_by": str(replacement.pk)}
         return {**extra, **(writer.retire(promotion) or {})}
     return {}
+
+
+def promotion_replacement_check(*, promotion: LearningPromotion, superseded_by: str) -> LearningPromotion:
+    """The promotion that replaces ``promotion``: another one, of the same type, still live (a
+    rejected, expired or superseded one replaces nothing)."""
+    pk = parse_uuid(superseded_by)
+    replacement = LearningPromotion.objects.filter(pk=pk).first() if pk else None
+    if replacement is None or replacement.pk == promotion.pk:
+        raise ApplicationError("superseded_by must name another promotion.", field="superseded_by")
+    if replacement.promotion_type != promotion.promotion_type:
+        raise ApplicationError(
+            f"superseded_by must be another {promotion.promotion_type} promotion, not a {replacement.promotion_type}.",
+            field="superseded_by",
+        )
+    if replacement.status not in LIVE_STATUSES:
+        raise ApplicationError(
+            f"superseded_by must be a live promotion ({', '.join(LIVE_STATUSES)}); that one is {replacement.status}.",
+            field="superseded_by",
+        )
+    return replacement
 
 
 def promotions_expire(*, now: datetime | None = None) -> int:

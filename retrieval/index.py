@@ -96,7 +96,15 @@ class VectorIndex:
 
     def search(self, vector: np.ndarray, n: int, among: list[int] | None = None) -> list[tuple[int, float]]:
         """The ``n`` most similar chunks (id, inner product), best first; only those in ``among`` if given."""
+        return self._search(self.ready(), vector, n, among)
+
+    def search_many(self, vectors: list[np.ndarray], ns: list[int]) -> list[list[tuple[int, float]]]:
+        """``search`` for many vectors against one state of the index (its generation read once)."""
         index = self.ready()
+        return [self._search(index, vector, n, None) for vector, n in zip(vectors, ns, strict=True)]
+
+    @staticmethod
+    def _search(index: faiss.Index, vector: np.ndarray, n: int, among: list[int] | None) -> list[tuple[int, float]]:
         if index.ntotal == 0 or among == []:
             return []
         params = None

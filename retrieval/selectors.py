@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
@@ -211,6 +212,14 @@ def chunks_ranked(
         multipliers = weights_for(
             chunk_ids=[pk for pk, _ in candidates], project=project, query_vector=query_vector, query_text=query_text
         )
+    return _ranked(candidates, multipliers, extra, k)
+
+
+def _ranked(
+    candidates: list[tuple[int, float]], multipliers: dict[int, float], extra: dict[int, float] | None, k: int
+) -> list[RankedChunk]:
+    """The ranking rule: similarity (negative counts as 0) times the multiplier, ``extra`` on top
+    within the bounds; ties to the higher similarity, then the higher id."""
     visible = {pk for pk, _ in candidates}
     for chunk_id, multiplier in (extra or {}).items():
         if chunk_id in visible:
@@ -235,3 +244,141 @@ def rank_chunks(
         actor=Actor.for_system(), query_vector=query_vector, project=project, k=k, query_text=query_text, extra=extra
     )
     return [hit.chunk_id for hit in ranked]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One traced search to rank again (the impact preview): its vector, project, k and text."""
+
+    query_vector: np.ndarray
+    project: Project | None
+    k: int
+    query_text: str = ""
+
+
+# Ids per IN list when the replays' candidates are looked up (SQLite allows 32,766 parameters).
+_IN_BATCH = 10_000
+
+
+def _batched(ids: set[int]) -> list[list[int]]:
+    ordered = sorted(ids)
+    return [ordered[start : start + _IN_BATCH] for start in range(0, len(ordered), _IN_BATCH)]
+
+
+def rank_chunks_many(*, replays: list[Replay], extra: dict[int, float] | None = None) -> list[list[int]]:
+    """``rank_chunks`` for many searches at once, as an admin sees them, in a number of queries that
+    does not grow with the number of searches: on PostgreSQL one statement (a lateral HNSW lookup
+    per search); in process, the index is searched per vector and the candidates' projects and
+    weights are read once for all (per 10,000 distinct candidates). The ranking rule is the one of
+    ``chunks_ranked``."""
+    if not replays:
+        return []
+    found = _candidates_hnsw_many(replays) if uses_hnsw() else _candidates_exact_many(replays)
+    rankings = []
+    for replay, (candidates, weight_rows) in zip(replays, found, strict=True):
+        terms = set(query_terms(replay.query_text))
+        multipliers = {
+            pk: _multiplier(rows, replay.project, replay.query_vector, terms) for pk, rows in weight_rows.items()
+        }
+        rankings.append([hit.chunk_id for hit in _ranked(candidates, multipliers, extra, replay.k)])
+    return rankings
+
+
+def _candidate_count(k: int) -> int:
+    return max(200, k * 20)  # as chunks_ranked: candidates by similarity before weights reorder them
+
+
+def _candidates_exact_many(
+    replays: list[Replay],
+) -> list[tuple[list[tuple[int, float]], dict[int, list[WeightRow]]]]:
+    """In process: each vector's nearest chunks from the index, then every candidate's project and
+    active weights in one read for all. A search whose project hides so many of its nearest chunks
+    that fewer than its candidate count remain is ranked on its own (as search does it)."""
+    hits = get_index().search_many(
+        [replay.query_vector for replay in replays], [_candidate_count(replay.k) for replay in replays]
+    )
+    project_of: dict[int, int | None] = {}
+    for ids in _batched({pk for found in hits for pk, _ in found}):
+        project_of.update(Chunk.objects.filter(pk__in=ids).values_list("pk", "document__project_id"))
+    system = Actor.for_system()
+    kept: list[list[tuple[int, float]]] = []
+    for replay, found in zip(replays, hits, strict=True):
+        n = _candidate_count(replay.k)
+        project_id = replay.project.pk if replay.project else None
+        mine = [
+            (pk, score)
+            for pk, score in found
+            if pk in project_of and (project_id is None or project_of[pk] in (None, project_id))
+        ]
+        if len(mine) < n and len(found) == n:
+            mine = _candidates_exact(actor=system, project=replay.project, query_vector=replay.query_vector, n=n)
+        kept.append(mine)
+    weights: dict[int, list[tuple]] = {}
+    for ids in _batched({pk for mine in kept for pk, _ in mine}):
+        for chunk_id, *row in (
+            RetrievalWeight.objects.filter(chunk_id__in=ids, status=WeightStatus.ACTIVE)
+            .order_by("pk")
+            .values_list(
+                "chunk_id", "scope", "project_id", "query_anchors", "query_terms", "min_similarity", "multiplier"
+            )
+        ):
+            weights.setdefault(chunk_id, []).append(tuple(row))
+    return [(mine, {pk: weights[pk] for pk, _ in mine if pk in weights}) for mine in kept]
+
+
+def _vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{float(x):.9g}" for x in vector) + "]"  # 9 digits: a float32 exactly
+
+
+def _candidates_hnsw_many(
+    replays: list[Replay],
+) -> list[tuple[list[tuple[int, float]], dict[int, list[WeightRow]]]]:
+    """PostgreSQL: every search's nearest chunks (within its project and organisation-wide ones)
+    and their active weights, in one statement: a lateral HNSW lookup per search vector."""
+    chunks, documents = Chunk._meta.db_table, Chunk._meta.get_field("document").related_model._meta.db_table
+    weights = RetrievalWeight._meta.db_table
+    # Composed only of table names; values are parameters.
+    sql = (
+        "WITH q (i, v, project_id, n) AS MATERIALIZED ("  # noqa: S608
+        "SELECT i, v::vector, project_id, n FROM unnest(%s::int[], %s::text[], %s::bigint[], %s::int[]) "
+        "AS t (i, v, project_id, n)) "
+        "SELECT q.i, c.id, c.distance, w.scope, w.project_id, w.query_anchors, w.query_terms, w.min_similarity, "
+        "w.multiplier FROM q CROSS JOIN LATERAL ("
+        f"SELECT ch.id, ch.embedding <#> q.v AS distance FROM {chunks} ch JOIN {documents} d ON d.id = ch.document_id "
+        "WHERE q.project_id IS NULL OR d.project_id = q.project_id OR d.project_id IS NULL "
+        "ORDER BY ch.embedding <#> q.v LIMIT q.n) c "
+        f"LEFT JOIN LATERAL (SELECT * FROM {weights} w WHERE w.chunk_id = c.id AND w.status = %s "
+        "AND (w.scope <> %s OR w.project_id = q.project_id) OFFSET 0) w ON true ORDER BY q.i, c.id, w.id"
+    )
+    params: list[Any] = [
+        list(range(len(replays))),
+        [_vector_literal(replay.query_vector) for replay in replays],
+        [replay.project.pk if replay.project else None for replay in replays],
+        [_candidate_count(replay.k) for replay in replays],
+        WeightStatus.ACTIVE,
+        WeightScope.PROJECT,
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.max_scan_tuples', %s, true)",
+            [str(retrieval_settings.RETRIEVAL_HNSW_EF_SEARCH), str(retrieval_settings.RETRIEVAL_HNSW_MAX_SCAN_TUPLES)],
+        )
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    found: list[tuple[dict[int, float], dict[int, list[WeightRow]]]] = [({}, {}) for _ in replays]
+    for i, pk, distance, scope, project_id, anchors, terms, min_similarity, multiplier in rows:
+        candidates, weight_rows = found[i]
+        candidates.setdefault(pk, -distance)  # <#> is the negative inner product
+        if scope is not None:
+            weight_rows.setdefault(pk, []).append(
+                (
+                    scope,
+                    project_id,
+                    np.frombuffer(bytes(anchors), dtype=np.float32) if anchors is not None else None,
+                    json.loads(terms) if isinstance(terms, str) else terms,
+                    min_similarity,
+                    multiplier,
+                )
+            )
+    return [(list(candidates.items()), weight_rows) for candidates, weight_rows in found]

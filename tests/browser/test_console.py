@@ -44,9 +44,12 @@ def test_generate_approve_preview_apply_pause_resume(logged_in_page):
     page.get_by_label("Notes for approve").fill("stale since the 2025 revision")
     page.get_by_role("button", name="Approve").click()
     page.get_by_text("Promotion approved.").wait_for()
-    page.get_by_role("link", name="Impact preview").click()
-    assert "recent queries touched" in page.locator('[data-role="preview-summary"]').inner_text()
-    for action, status in (("Apply", "applied"), ("Pause", "paused"), ("Resume", "applied")):
+    # The impact preview is on the page; Apply asks for confirmation in a dialog first.
+    assert "recent searches this weight would reach" in page.locator('[data-role="preview-summary"]').inner_text()
+    page.get_by_role("button", name="Apply…").click()
+    page.locator('[data-role="confirm-apply"]').get_by_role("button", name="Apply", exact=True).click()
+    page.locator('[data-role="status"]', has_text="applied").wait_for()
+    for action, status in (("Pause", "paused"), ("Resume", "applied")):
         page.get_by_role("button", name=action).click()
         page.locator('[data-role="status"]', has_text=status).wait_for()
 

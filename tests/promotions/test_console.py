@@ -60,7 +60,7 @@ def test_detail_actions_and_audit(world):
     client = world.session_client("admin")
     page = client.get(f"/console/promotions/{promotion.pk}/")
     assert page.status_code == 200
-    assert b"promotion_propose" in page.content
+    assert b"Proposed by admin" in page.content  # the audit trail, in words
     response = client.post(f"/console/promotions/{promotion.pk}/approve", {"notes": "<b>looks right</b>"}, follow=True)
     assert LearningPromotion.objects.get().status == "approved"
     assert b"&lt;b&gt;looks right&lt;/b&gt;" in response.content  # notes are escaped
