@@ -8,6 +8,8 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent
@@ -411,3 +413,35 @@ def test_erasure_takes_the_undo_entries_with_it(owner):
     learning_erase_user(user=owner, counts=counts)
     assert counts["learning_undo_entries"] == 3
     assert not UndoEntry.objects.exists()
+
+
+# --- what the panel reads and writes: queries constant in the number of rows ------------
+
+
+def test_the_panels_requests_take_a_constant_number_of_queries(owner, client):
+    def counts() -> dict[str, int]:
+        found = {}
+        for path in ("preferences", "workflows", "memories", "taste-patterns"):
+            with CaptureQueriesContext(connection) as queries:
+                assert client.get(f"/api/v1/{path}").status_code == 200
+            found[path] = len(queries)
+        pref = Preference.objects.filter(user=owner).first()
+        with CaptureQueriesContext(connection) as queries:
+            client.delete(f"/api/v1/preferences/{pref.pk}")
+            undo(client, "/api/v1", f"preferences/{pref.pk}")
+        found["delete and undo"] = len(queries)
+        return found
+
+    def add(n: int) -> None:
+        for _ in range(n):
+            newer = PreferenceFactory(user=owner)
+            PreferenceFactory(user=owner, active=False, inactive_reason="contradicted", superseded_by=newer)
+            LearnedWorkflowFactory(user=owner)
+            MemoryFactory(owner=owner)
+            TastePatternFactory(user=owner)
+
+    add(1)
+    counts()  # warm: the key lookup is cached after the first request
+    few = counts()
+    add(10)
+    assert counts() == few
