@@ -184,7 +184,6 @@
       if (toast) clearTimeout(toast.timer);
       toast = null;
       toastBox.replaceChildren();
-      toastBox.classList.remove("shown");
     }
 
     function armTimer(ms) {
@@ -207,7 +206,6 @@
       children.push(close);
       toastBox.replaceChildren(el("div", { className: "toast" + (options && options.error ? " failed" : ""),
                                            role: options && options.error ? "alert" : null }, children));
-      toastBox.classList.add("shown");
       armTimer(TOAST_MS);
       if (options && options.focusUndo && undo) toastBox.querySelector('[data-role="undo"]').focus();
     }
@@ -222,8 +220,9 @@
     async function runUndo() {
       if (!toast || !toast.undo) return;
       const { kind, id, done } = toast.undo;
+      toast.undo = null; // one click (or Ctrl+Z), one undo
       const button = toastBox.querySelector('[data-role="undo"]');
-      if (button) button.disabled = true; // one click, one undo
+      if (button) button.disabled = true;
       clearTimeout(toast.timer);
       try {
         const body = await api(base, RESOURCE[kind] + "/" + encodeURIComponent(id) + "/undo", { method: "POST", body: "{}" });
