@@ -165,6 +165,15 @@ class LearningSettings(AppSettings):
         doc="A tool's output as reported (a run's output, an edited output), in characters.",
     )
 
+    # Undo in the preferences panel.
+    LEARNING_UNDO_SECONDS = Tunable(
+        600,
+        minimum=10,
+        maximum=86_400,
+        doc="How long a user's change to a learned item (switched off, edited, deleted, stopped, resumed) can be "
+        "undone; after it the undo entry, and with it what a deleted item held, is purged.",
+    )
+
     # Sharing.
     MEMORY_SHARE_MIN_CONFIDENCE = Tunable(
         0.7, minimum=0.0, maximum=1.0, doc="A private memory or preference below this confidence is never shared."

@@ -6,7 +6,7 @@ from celery import shared_task
 from django.db import OperationalError
 
 from learning.conf import learning_settings
-from learning.services import messages, preferences
+from learning.services import messages, preferences, undo
 
 
 @shared_task(
@@ -36,3 +36,9 @@ def analyze_pending_messages(older_than_seconds: int | None = None) -> int:
 def preferences_decay() -> list[int]:
     decayed, deactivated = preferences.preferences_decay()
     return [decayed, deactivated]
+
+
+@shared_task(name="learning.undo_purge", ignore_result=True)
+def undo_purge() -> int:
+    """Forget undo entries past LEARNING_UNDO_SECONDS (what deleted items held goes with them)."""
+    return undo.undo_purge()

@@ -9,14 +9,19 @@ management = [
     path("preferences/check-in", preferences.PreferenceCheckInApi.as_view()),
     path("preferences/<int:preference_id>/toggle", preferences.PreferenceToggleApi.as_view()),
     path("preferences/<int:preference_id>", preferences.PreferenceDetailApi.as_view()),
+    path("preferences/<int:preference_id>/undo", preferences.PreferenceUndoApi.as_view()),
     path("workflows", workflows.WorkflowListApi.as_view()),
     path("workflows/<int:workflow_id>/toggle", workflows.WorkflowToggleApi.as_view()),
     path("workflows/<int:workflow_id>", workflows.WorkflowDetailApi.as_view()),
+    path("workflows/<int:workflow_id>/undo", workflows.WorkflowUndoApi.as_view()),
     path("context", context.ContextApi.as_view()),
     path("memories", memories.MemoryListApi.as_view()),
     path("memories/<str:memory_id>", memories.MemoryDetailApi.as_view()),
+    path("memories/<str:memory_id>/undo", memories.MemoryUndoApi.as_view()),
     path("taste-patterns", taste.TastePatternListApi.as_view()),
     path("taste-patterns/<int:pattern_id>/stop", taste.TastePatternStopApi.as_view()),
+    path("taste-patterns/<int:pattern_id>/resume", taste.TastePatternResumeApi.as_view()),
+    path("taste-patterns/<int:pattern_id>/undo", taste.TastePatternUndoApi.as_view()),
 ]
 
 urlpatterns = [

@@ -47,6 +47,7 @@ from learning.models import (
     Preference,
     PromptPattern,
     TastePattern,
+    UndoEntry,
 )
 from promotions.models import LearningPromotion, Scanner, ScanRun, ScanStatus
 from promotions.scanners.task_example import TaskExampleScanReport
@@ -250,6 +251,19 @@ class TastePatternFactory(factory.django.DjangoModelFactory):
     instruction = "Keep email drafts short"
     confidence = 0.6
     observations = 3
+
+
+class UndoEntryFactory(factory.django.DjangoModelFactory):
+    """A switched-off preference's undo entry (services record them; see learning.services.undo)."""
+
+    class Meta:
+        model = UndoEntry
+
+    user = factory.SubFactory(UserFactory)
+    subject_type = "preference"
+    subject_id = factory.Sequence(str)
+    action = "switched_off"
+    before = factory.LazyFunction(lambda: {"row": {"active": True, "inactive_reason": ""}, "others": []})
 
 
 class AgentLearningFactory(factory.django.DjangoModelFactory):

@@ -214,6 +214,7 @@ if EMBEDDING_BACKEND not in ("local", "openai"):
 CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},
+    "undo-purge": {"task": "learning.undo_purge", "schedule": 300.0},
     "promotion-expiry": {"task": "promotions.expire_candidates", "schedule": 3600.0},
     "retrieval-scan": {"task": "promotions.retrieval_scan", "schedule": 3600.0},
     "agent-learning-scan": {"task": "promotions.agent_learning_scan", "schedule": 3600.0},

@@ -42,3 +42,13 @@ def project_of_user(user: User, slug: str | None, *, actor: Actor) -> Project | 
 
 class ToggleInputSerializer(StrictInputSerializer):
     active = StrictBooleanField()
+
+
+class NoInputSerializer(StrictInputSerializer):
+    """An action that takes no body: any field sent is named as unknown (400)."""
+
+
+UNDO_HELP = (
+    "Undo your newest change to this item within LEARNING_UNDO_SECONDS (600 s by default); each call goes one "
+    "change further back. 404 naming `id` when there is nothing left to undo."
+)

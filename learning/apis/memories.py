@@ -1,4 +1,4 @@
-"""What the assistant remembers about the user: list, read, edit and forget."""
+"""What the assistant remembers about the user: list, read, edit, forget and undo."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from accounts.actors import Actor
 from config.api import StrictCharField, StrictInputSerializer
 from learning import selectors
-from learning.apis.common import subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, subject_user
 from learning.models import Memory
 from learning.services import memories
 
@@ -79,3 +79,22 @@ class MemoryDetailApi(APIView):
     def delete(self, request: Request, memory_id: str) -> Response:
         memories.memory_delete(memory=self._memory(request, memory_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryUndoOutputSerializer(serializers.Serializer):
+    undone = serializers.CharField(help_text="The change undone: edited or deleted.")
+    memory = MemoryOutputSerializer()
+
+
+class MemoryUndoApi(APIView):
+    @extend_schema(
+        request=None,
+        responses=MemoryUndoOutputSerializer,
+        summary="Undo your last change to one of your memories (an edit, a deletion)",
+        description=UNDO_HELP + " A memory with the same text since is a 409 naming `content`.",
+    )
+    def post(self, request: Request, memory_id: str) -> Response:
+        user = subject_user(request)
+        NoInputSerializer(data=request.data).is_valid(raise_exception=True)
+        action, row = memories.memory_undo(user=user, memory_id=memory_id)
+        return Response(MemoryUndoOutputSerializer({"undone": action, "memory": row}).data)

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from config.api import StrictCharField, StrictInputSerializer
 from learning import selectors
-from learning.apis.common import ToggleInputSerializer, subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, ToggleInputSerializer, subject_user
 from learning.models import PREFERENCE_CATEGORIES
 from learning.services import preferences
 
@@ -94,3 +94,24 @@ class PreferenceDetailApi(APIView):
             raise NotFound("No such preference.")
         preferences.preference_delete(preference=preference)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PreferenceUndoOutputSerializer(serializers.Serializer):
+    undone = serializers.CharField(help_text="The change undone: switched_off, switched_on, added or deleted.")
+    preference = PreferenceOutputSerializer(
+        allow_null=True, help_text="The preference as it is now; null when undoing its addition removed it."
+    )
+
+
+class PreferenceUndoApi(APIView):
+    @extend_schema(
+        request=None,
+        responses=PreferenceUndoOutputSerializer,
+        summary="Undo your last change to a preference (a switch, an addition, a deletion)",
+        description=UNDO_HELP,
+    )
+    def post(self, request: Request, preference_id: int) -> Response:
+        user = subject_user(request)
+        NoInputSerializer(data=request.data).is_valid(raise_exception=True)
+        action, row = preferences.preference_undo(user=user, preference_id=preference_id)
+        return Response(PreferenceUndoOutputSerializer({"undone": action, "preference": row}).data)

@@ -12,7 +12,7 @@ from accounts.actors import Actor
 from config.api import StrictBooleanField, StrictCharField, StrictInputSerializer
 from feedback.conf import feedback_settings
 from learning import selectors
-from learning.apis.common import project_of_user, subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, project_of_user, subject_user
 from learning.conf import learning_settings
 from learning.context.render import notice
 from learning.services import taste
@@ -58,6 +58,40 @@ class TastePatternStopApi(APIView):
     def post(self, request: Request, pattern_id: int) -> Response:
         pattern = taste.taste_pattern_stop(user=subject_user(request), pattern_id=pattern_id)
         return Response(TastePatternOutputSerializer(pattern).data)
+
+
+class TastePatternResumeApi(APIView):
+    @extend_schema(
+        request=None,
+        responses=TastePatternOutputSerializer,
+        summary="Resume a stopped taste pattern",
+        description="Applied again: active if its confirmations made it so, else on trial; its run of overrides "
+        "is cleared, and a live pattern of the other direction in the same scope is superseded. 409 naming "
+        "`status` when it is applied already.",
+    )
+    def post(self, request: Request, pattern_id: int) -> Response:
+        user = subject_user(request)
+        NoInputSerializer(data=request.data).is_valid(raise_exception=True)
+        return Response(TastePatternOutputSerializer(taste.taste_pattern_resume(user=user, pattern_id=pattern_id)).data)
+
+
+class TastePatternUndoOutputSerializer(serializers.Serializer):
+    undone = serializers.CharField(help_text="The change undone: stopped or resumed.")
+    taste_pattern = TastePatternOutputSerializer()
+
+
+class TastePatternUndoApi(APIView):
+    @extend_schema(
+        request=None,
+        responses=TastePatternUndoOutputSerializer,
+        summary="Undo your last stop or resume of a taste pattern",
+        description=UNDO_HELP,
+    )
+    def post(self, request: Request, pattern_id: int) -> Response:
+        user = subject_user(request)
+        NoInputSerializer(data=request.data).is_valid(raise_exception=True)
+        action, pattern = taste.taste_pattern_undo(user=user, pattern_id=pattern_id)
+        return Response(TastePatternUndoOutputSerializer({"undone": action, "taste_pattern": pattern}).data)
 
 
 class CommandRunInputSerializer(StrictInputSerializer):

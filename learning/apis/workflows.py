@@ -1,4 +1,4 @@
-"""The user's learned workflows: list, switch on or off, forget."""
+"""The user's learned workflows: list, switch on or off, forget, undo."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from learning import selectors
-from learning.apis.common import ToggleInputSerializer, subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, ToggleInputSerializer, subject_user
 from learning.services import workflows
 
 
@@ -65,3 +65,22 @@ class WorkflowDetailApi(APIView):
             raise NotFound("No such workflow.")
         workflows.workflow_delete(workflow=workflow)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WorkflowUndoOutputSerializer(serializers.Serializer):
+    undone = serializers.CharField(help_text="The change undone: switched_off, switched_on or deleted.")
+    workflow = WorkflowOutputSerializer()
+
+
+class WorkflowUndoApi(APIView):
+    @extend_schema(
+        request=None,
+        responses=WorkflowUndoOutputSerializer,
+        summary="Undo your last change to a workflow (a switch, a deletion)",
+        description=UNDO_HELP,
+    )
+    def post(self, request: Request, workflow_id: int) -> Response:
+        user = subject_user(request)
+        NoInputSerializer(data=request.data).is_valid(raise_exception=True)
+        action, row = workflows.workflow_undo(user=user, workflow_id=workflow_id)
+        return Response(WorkflowUndoOutputSerializer({"undone": action, "workflow": row}).data)

@@ -5,10 +5,12 @@ from learning.models.memories import Memory
 from learning.models.messages import ChatMessage, PromptPattern
 from learning.models.preferences import PREFERENCE_CATEGORIES, Preference
 from learning.models.taste import CommandDecision, CommandRun, TastePattern
+from learning.models.undo import UNDO_SUBJECTS, UndoEntry
 from learning.models.workflows import LearnedWorkflow
 
 __all__ = [
     "PREFERENCE_CATEGORIES",
+    "UNDO_SUBJECTS",
     "AgentLearning",
     "ChatMessage",
     "CommandDecision",
@@ -19,4 +21,5 @@ __all__ = [
     "Preference",
     "PromptPattern",
     "TastePattern",
+    "UndoEntry",
 ]

@@ -17,11 +17,13 @@ from learning.models import (
     Preference,
     PromptPattern,
     TastePattern,
+    UndoEntry,
 )
 
 # In dependency order: what points at a message goes before the messages.
 USER_TABLES = (
     (LearningUsage, "user"),
+    (UndoEntry, "user"),  # what the user's deleted items held, until purged
     (Preference, "user"),
     (LearnedWorkflow, "user"),
     (TastePattern, "user"),
@@ -43,7 +45,7 @@ def learning_user_items(*, user: User) -> dict[str, list[str]]:
 
 def learning_erase_user(*, user: User, counts: dict[str, int]) -> None:
     """Delete the user's preferences, workflows, taste patterns, memories (shared ones included),
-    command runs and decisions, prompt patterns, messages and learning usages."""
+    command runs and decisions, prompt patterns, messages, learning usages and undo entries."""
     with transaction.atomic():
         for model, field in USER_TABLES:
             _, per_model = model.objects.filter(**{field: user}).delete()

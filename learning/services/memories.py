@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Project, User
-from config.exceptions import ApplicationError, Conflict
+from config.exceptions import ApplicationError, Conflict, NotFoundError
 from core.ids import parse_uuid
 from core.text import normalised_digest
 from learning.analyzer.base import (
@@ -19,6 +19,10 @@ from learning.context.cache import context_invalidate_shared
 from learning.models import ChatMessage, Memory
 from learning.safety import steering_reasons
 from learning.services.common import changed_after_commit, reinforced, steering_flag
+from learning.services.undo import fields_snapshot, row_restore, row_snapshot, undo_record, undo_take
+
+# What an owner's edit changes: what its undo puts back.
+EDIT_FIELDS = ["content", "content_hash", "kind", "needs_review", "edited_at"]
 
 
 def memory_remember(*, owner: User, finding: MemoryFinding, source_message: ChatMessage | None) -> Memory:
@@ -63,6 +67,13 @@ def memory_update(*, memory: Memory, content: str | None = None, kind: str | Non
     fields = ["edited_at"]
     with transaction.atomic():
         row = Memory.objects.select_for_update().get(pk=memory.pk)
+        undo_record(
+            user_id=row.owner_id,
+            subject_type="memory",
+            subject_id=row.pk,
+            action="edited",
+            before=fields_snapshot(row, EDIT_FIELDS),
+        )
         if content is not None:
             content = content.strip()
             if not content:
@@ -90,12 +101,52 @@ def memory_update(*, memory: Memory, content: str | None = None, kind: str | Non
 
 
 def memory_delete(*, memory: Memory) -> None:
-    """Forget a private memory; a shared copy is withdrawn through its promotion instead."""
+    """Forget a private memory; a shared copy is withdrawn through its promotion instead. Undoable
+    for LEARNING_UNDO_SECONDS: the undo entry keeps the row."""
     if memory.visibility != Memory.Visibility.PRIVATE:
         raise Conflict("A shared memory is withdrawn through the promotion that shared it.", field="visibility")
     with transaction.atomic():
-        Memory.objects.filter(pk=memory.pk).delete()
+        row = Memory.objects.select_for_update().filter(pk=memory.pk).first()
+        if row is None:
+            return
+        undo_record(
+            user_id=row.owner_id,
+            subject_type="memory",
+            subject_id=row.pk,
+            action="deleted",
+            before={"row": row_snapshot(row)},
+        )
+        row.delete()
         changed_after_commit(memory.owner_id)
+
+
+def memory_undo(*, user: User, memory_id: str) -> tuple[str, Memory]:
+    """Undo the user's newest change to one of their private memories (within
+    LEARNING_UNDO_SECONDS): an edit gets its text and kind back, a deleted memory comes back as it
+    was. A private memory with the same text since is a Conflict naming ``content``."""
+    if parse_uuid(memory_id) is None:
+        raise NotFoundError(f"Nothing to undo on memory {memory_id}.", field="id")
+    duplicate = "You have a memory with this text again already; nothing to restore."
+    with transaction.atomic():
+        entry = undo_take(user=user, subject_type="memory", subject_id=memory_id, label="memory")
+        if entry.action == "deleted":
+            row = row_restore(Memory, entry.before["row"], conflict_field="content", conflict=duplicate)
+        else:
+            row = Memory.objects.select_for_update().filter(pk=memory_id, owner=user).first()
+            if row is None:
+                raise NotFoundError(f"Memory {memory_id} no longer exists.", field="id")
+            by_attname = {f.attname: f for f in Memory._meta.concrete_fields}
+            for name, value in entry.before.items():
+                setattr(row, name, by_attname[name].to_python(value))
+            taken = Memory.objects.filter(
+                owner=user, content_hash=row.content_hash, visibility=Memory.Visibility.PRIVATE
+            ).exclude(pk=row.pk)
+            if taken.exists():
+                raise Conflict(duplicate, field="content")
+            row.save(update_fields=EDIT_FIELDS)
+        changed_after_commit(user.pk)
+    row.refresh_from_db()
+    return entry.action, row
 
 
 def memory_share_check(*, subject_type: str, subject_id: str, visibility: str, project: Project | None) -> dict:

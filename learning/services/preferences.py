@@ -1,4 +1,4 @@
-"""Learned and stated preferences: learn, add by hand, switch on or off, forget, decay.
+"""Learned and stated preferences: learn, add by hand, switch on or off, forget, decay, undo.
 
 Preferences are open-ended: a row keeps what the user asked for in their words. A new one is
 compared with the user's existing ones by embedding similarity: a paraphrase reinforces the row
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import transaction
@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from accounts.models import User
-from config.exceptions import ApplicationError
+from config.exceptions import ApplicationError, NotFoundError
 from core.embeddings import get_embedder
 from core.text import content_words, digest, stem
 from feedback.models import EventFamily, Signal
@@ -29,12 +29,17 @@ from learning.conf import learning_settings
 from learning.context.cache import context_invalidate_all
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, Preference
 from learning.services.common import changed_after_commit, message_event_record, reinforced, steering_flag
+from learning.services.undo import fields_snapshot, row_restore, row_snapshot, undo_record, undo_take
 
 AXIS_PATTERN = re.compile(r"^[a-z_]{1,30}:[a-z_]{1,30}$")
 # An instruction that opens by forbidding ("Don't use emojis") and one that asks ("Use emoji
 # freely") embed close together (0.79 on the labelled set): opposite polarity is never one preference.
 NEGATED = re.compile(r"^\W*(don'?t|do not|never|no|avoid|stop|skip|quit|without|less)\b", re.IGNORECASE)
 DEFAULT_CATEGORY = "behavior"
+# What a contradiction, a switch and a reinforcement change on a row: what an undo puts back.
+STATE_FIELDS = ["active", "inactive_reason", "superseded_by_id", "superseded_at"]
+SWITCH_FIELDS = [*STATE_FIELDS, "last_reinforced_at"]
+REINFORCE_FIELDS = [*SWITCH_FIELDS, "confidence", "times_reinforced", "candidate", "axis"]
 # Keys an analyzer may still send from the old catalogue, and the canonical axis each lies on
 # (the same table the 0007 migration applied to stored rows).
 AXIS_OF_KEY = {
@@ -139,9 +144,10 @@ def _match(rows: list[Preference], stated: Stated, vector: np.ndarray) -> Prefer
 
 
 def _store(
-    *, user: User, stated: Stated, vector: np.ndarray, source_message: ChatMessage | None
+    *, user: User, stated: Stated, vector: np.ndarray, source_message: ChatMessage | None, undoable: bool = False
 ) -> tuple[Preference, bool]:
-    """Reinforce the row this statement paraphrases, or create one; then supersede contradicted rows."""
+    """Reinforce the row this statement paraphrases, or create one; then supersede contradicted rows.
+    ``undoable``: the user did this, so it records what it replaced for an undo."""
     now = timezone.now()
     manual = stated.source == Preference.Source.MANUAL
     candidate = not manual and stated.confidence < learning_settings.PREFERENCE_MIN_CONFIDENCE
@@ -151,6 +157,7 @@ def _store(
         rows = list(Preference.objects.filter(user=user))
         row = _match(rows, stated, vector)
         created = row is None
+        before = None if row is None else fields_snapshot(row, REINFORCE_FIELDS)
         if row is None:
             row = Preference.objects.create(
                 user=user,
@@ -188,13 +195,39 @@ def _store(
                 fields += ["active", "inactive_reason", "superseded_by", "superseded_at"]
             row.save(update_fields=fields)
             row.refresh_from_db(fields=["times_reinforced"])
-        if row.active and not row.candidate and row.axis:
-            contradicted = [other.pk for other in rows if other.active and _contradicts(row.axis, other.axis)]
-            Preference.objects.filter(pk__in=contradicted).update(
-                active=False, inactive_reason="contradicted", superseded_by=row, superseded_at=now, updated_at=now
+        superseded = _supersede_contradicted(row, rows, now=now)
+        if undoable:
+            undo_record(
+                user_id=user.pk,
+                subject_type="preference",
+                subject_id=row.pk,
+                action="added",
+                before={"created": created, "row": before, "others": superseded},
             )
         changed_after_commit(user.pk)
     return row, created
+
+
+def _supersede_contradicted(row: Preference, rows: list[Preference], *, now: datetime) -> list[dict]:
+    """An applied preference on a canonical axis supersedes the active ones with another pole
+    (kept, inactive, pointing at it); their state before, for an undo."""
+    if not (row.active and not row.candidate and row.axis):
+        return []
+    contradicted = [other for other in rows if other.active and _contradicts(row.axis, other.axis)]
+    Preference.objects.filter(pk__in=[other.pk for other in contradicted]).update(
+        active=False, inactive_reason="contradicted", superseded_by=row, superseded_at=now, updated_at=now
+    )
+    return [{"id": other.pk, **fields_snapshot(other, STATE_FIELDS)} for other in contradicted]
+
+
+def _put_back(pk: int, values: dict, *, now: datetime) -> int:
+    """Columns of a row as an undo entry kept them (``updated_at``: now, the undo is a change too)."""
+    fields = {f.attname: f for f in Preference._meta.concrete_fields}
+    parsed = {name: fields[name].to_python(value) for name, value in values.items()}
+    newer = parsed.get("superseded_by_id")
+    if newer is not None and not Preference.objects.filter(pk=newer).exists():
+        parsed["superseded_by_id"] = None  # the preference that had replaced it is gone since
+    return Preference.objects.filter(pk=pk).update(**parsed, updated_at=now)
 
 
 def preference_prepare(*, user: User, description: str) -> np.ndarray:
@@ -275,27 +308,120 @@ def preference_add_manual(*, user: User, description: str, category: str | None 
         category=category, description=description, axis=axis, confidence=0.9, source=Preference.Source.MANUAL
     )
     vector = preference_prepare(user=user, description=description)
-    return _store(user=user, stated=stated, vector=vector, source_message=None)
+    return _store(user=user, stated=stated, vector=vector, source_message=None, undoable=True)
 
 
 def preference_set_active(*, preference: Preference, active: bool) -> Preference:
-    """Switch a preference on or off at the user's request."""
+    """Switch a preference on or off at the user's request. Switched back on, an applied one on a
+    canonical axis supersedes the active ones it contradicts, as saying it again would (they never
+    coexist). Undoable: ``preference_undo`` puts back this row and those it superseded."""
+    now = timezone.now()
     with transaction.atomic():
+        User.objects.select_for_update().filter(pk=preference.user_id).first()  # one writer per user (see _store)
         row = Preference.objects.select_for_update().get(pk=preference.pk)
+        before = fields_snapshot(row, SWITCH_FIELDS)
         row.active = active
         row.inactive_reason = "" if active else "user"
         if active:
-            row.last_reinforced_at = timezone.now()  # a check-in confirmation counts as a sighting
-        row.save(update_fields=["active", "inactive_reason", "last_reinforced_at", "updated_at"])
+            row.last_reinforced_at = now  # a check-in confirmation counts as a sighting
+            row.superseded_by, row.superseded_at = None, None
+        row.save(
+            update_fields=[
+                "active",
+                "inactive_reason",
+                "last_reinforced_at",
+                "superseded_by",
+                "superseded_at",
+                "updated_at",
+            ]
+        )
+        others = _supersede_contradicted(row, list(Preference.objects.filter(user_id=row.user_id)), now=now)
+        undo_record(
+            user_id=row.user_id,
+            subject_type="preference",
+            subject_id=row.pk,
+            action="switched_on" if active else "switched_off",
+            before={"row": before, "others": others},
+        )
         changed_after_commit(row.user_id)
     return row
 
 
 def preference_delete(*, preference: Preference) -> None:
-    """Forget a preference (the feedback stream keeps the history of how it was learned)."""
+    """Forget a preference (the feedback stream keeps the history of how it was learned). Undoable
+    for LEARNING_UNDO_SECONDS: the undo entry keeps the row, and which rows it had superseded."""
     with transaction.atomic():
-        Preference.objects.filter(pk=preference.pk).delete()
+        row = Preference.objects.select_for_update().filter(pk=preference.pk).first()
+        if row is None:
+            return
+        superseded = list(Preference.objects.filter(superseded_by=row).values_list("pk", flat=True))
+        undo_record(
+            user_id=row.user_id,
+            subject_type="preference",
+            subject_id=row.pk,
+            action="deleted",
+            before={"row": row_snapshot(row), "superseded": superseded},
+        )
+        row.delete()
         changed_after_commit(preference.user_id)
+
+
+def preference_undo(*, user: User, preference_id: int) -> tuple[str, Preference | None]:
+    """Undo the user's newest change to this preference (within LEARNING_UNDO_SECONDS): a switch,
+    an addition (a new row goes, a reinforced one gets its figures back) or a deletion (the row comes
+    back as it was); the rows the change superseded get their state back. (action, the row or None)."""
+    now = timezone.now()
+    with transaction.atomic():
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        entry = undo_take(user=user, subject_type="preference", subject_id=preference_id, label="preference")
+        before = entry.before
+        if entry.action == "deleted":
+            row = row_restore(
+                Preference,
+                before["row"],
+                conflict_field="preference",
+                conflict="You have this preference again already; nothing to restore.",
+            )
+            Preference.objects.filter(
+                pk__in=before.get("superseded", []),
+                user=user,
+                superseded_by__isnull=True,
+                inactive_reason="contradicted",
+            ).update(superseded_by=row)
+            newer = _active_contradiction(row)
+            if newer is not None:  # the other pole was said since: the newer one stands
+                _put_back(
+                    row.pk,
+                    {
+                        "active": False,
+                        "inactive_reason": "contradicted",
+                        "superseded_by_id": newer.pk,
+                        "superseded_at": now,
+                    },
+                    now=now,
+                )
+        else:
+            row = Preference.objects.select_for_update().filter(pk=preference_id, user=user).first()
+            if row is None:
+                raise NotFoundError(f"Preference {preference_id} no longer exists.", field="id")
+            if entry.action == "added" and before.get("created"):
+                row.delete()
+                row = None
+            elif before.get("row"):
+                _put_back(row.pk, before["row"], now=now)
+        for other in before.get("others", []):
+            _put_back(other["id"], {k: v for k, v in other.items() if k != "id"}, now=now)
+        changed_after_commit(user.pk)
+    if row is not None:
+        row.refresh_from_db()
+    return entry.action, row
+
+
+def _active_contradiction(row: Preference) -> Preference | None:
+    if not (row.active and not row.candidate and row.axis):
+        return None
+    candidates = Preference.objects.filter(user_id=row.user_id, active=True).exclude(pk=row.pk).exclude(axis="")
+    return next((other for other in candidates if _contradicts(row.axis, other.axis)), None)
 
 
 def preferences_decay(*, now: object = None) -> tuple[int, int]:

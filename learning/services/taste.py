@@ -30,11 +30,19 @@ from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict, NotFoundError
 from feedback.models import EventFamily, Signal
 from feedback.services.events import EventInput, event_record, snapshot_fields_check
+from learning.conf import learning_settings
 from learning.context.cache import context_invalidate
 from learning.corrections import Correction, corrections_derive, parameter_changes
 from learning.models import CommandDecision, CommandRun, TastePattern
 from learning.selectors import taste_patterns_applicable
-from learning.services.taste_learning import patterns_judge, patterns_learn, runs_confirm_succeeded
+from learning.services.taste_learning import (
+    pattern_rivals,
+    patterns_judge,
+    patterns_learn,
+    patterns_supersede_rivals,
+    runs_confirm_succeeded,
+)
+from learning.services.undo import undo_record, undo_take
 
 DECISIONS = ("accepted", "edited", "rejected", "rerun")
 _SIGNAL = {
@@ -258,7 +266,8 @@ def command_decision_record(
 
 def taste_pattern_stop(*, user: User, pattern_id: int | None = None) -> TastePattern | None:
     """ "Stop applying this": reject a pattern (by id, or the one applied last to the user's runs,
-    within the last day: "this" is something the user just saw)."""
+    within the last day: "this" is something the user just saw). Audited (``taste_pattern_stopped``)
+    and undoable (``taste_pattern_undo``); stopping a stopped pattern changes nothing."""
     with transaction.atomic():
         qs = TastePattern.objects.select_for_update().filter(user=user)
         if pattern_id is not None:
@@ -275,7 +284,98 @@ def taste_pattern_stop(*, user: User, pattern_id: int | None = None) -> TastePat
             if pattern is None:
                 return None
         if pattern.status != TastePattern.Status.REJECTED:
+            before = {"status": pattern.status, "rejected_reason": pattern.rejected_reason}
             pattern.status, pattern.rejected_reason = TastePattern.Status.REJECTED, "stopped_by_user"
             pattern.save(update_fields=["status", "rejected_reason", "updated_at"])
+            undo_record(
+                user_id=user.pk, subject_type="taste_pattern", subject_id=pattern.pk, action="stopped", before=before
+            )
+            # Without an id the request came from chat ("stop applying this"); with one, from the panel or the API.
+            _pattern_audit(pattern, before, surface="chat" if pattern_id is None else "preferences")
             transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
     return pattern
+
+
+def taste_pattern_resume(*, user: User, pattern_id: int) -> TastePattern:
+    """Resume a stopped (rejected) pattern at the user's request: applied again, active if its
+    confirmations already made it so, else on trial, with its run of overrides cleared. A live
+    pattern in the other direction of its dimension, same scope, is superseded (the user's latest
+    choice wins: two contradicting patterns are never applied). Audited (``taste_pattern_resumed``)
+    and undoable. Resuming a pattern that is applied is a Conflict naming ``status``."""
+    with transaction.atomic():
+        pattern = TastePattern.objects.select_for_update().filter(user=user, pk=pattern_id).first()
+        if pattern is None:
+            raise NotFoundError("No such taste pattern.", field="id")
+        if pattern.status != TastePattern.Status.REJECTED:
+            raise Conflict(f"This pattern is applied already ({pattern.status}); nothing to resume.", field="status")
+        before: dict[str, Any] = {
+            "status": pattern.status,
+            "rejected_reason": pattern.rejected_reason,
+            "consecutive_rejections": pattern.consecutive_rejections,
+        }
+        confirmed = pattern.confirmations >= learning_settings.TASTE_CONFIRMATIONS_TO_ACTIVATE
+        pattern.status = TastePattern.Status.ACTIVE if confirmed else TastePattern.Status.CANDIDATE
+        pattern.rejected_reason, pattern.consecutive_rejections = "", 0
+        pattern.save(update_fields=["status", "rejected_reason", "consecutive_rejections", "updated_at"])
+        before["rivals"] = patterns_supersede_rivals(pattern)
+        undo_record(
+            user_id=user.pk, subject_type="taste_pattern", subject_id=pattern.pk, action="resumed", before=before
+        )
+        _pattern_audit(pattern, before, surface="preferences")
+        transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
+    return pattern
+
+
+def taste_pattern_undo(*, user: User, pattern_id: int) -> tuple[str, TastePattern]:
+    """Undo the user's newest stop or resume of this pattern (within LEARNING_UNDO_SECONDS): it gets
+    its status back, and the patterns a resume superseded get theirs. Putting a stopped pattern
+    back while another direction of its dimension is applied is a Conflict naming ``status``."""
+    with transaction.atomic():
+        entry = undo_take(user=user, subject_type="taste_pattern", subject_id=pattern_id, label="taste pattern")
+        pattern = TastePattern.objects.select_for_update().filter(user=user, pk=pattern_id).first()
+        if pattern is None:
+            raise NotFoundError("No such taste pattern.", field="id")
+        before = {"status": pattern.status, "rejected_reason": pattern.rejected_reason}
+        pattern.status, pattern.rejected_reason = entry.before["status"], entry.before["rejected_reason"]
+        if "consecutive_rejections" in entry.before:
+            pattern.consecutive_rejections = entry.before["consecutive_rejections"]
+        if pattern.status != TastePattern.Status.REJECTED and pattern_rivals(pattern):
+            raise Conflict(
+                "A pattern in the other direction is applied now; stop it first to apply this one again.",
+                field="status",
+            )
+        pattern.save(update_fields=["status", "rejected_reason", "consecutive_rejections", "updated_at"])
+        for rival in entry.before.get("rivals", []):
+            TastePattern.objects.filter(pk=rival["id"], user=user, status=TastePattern.Status.REJECTED).update(
+                status=rival["status"],
+                rejected_reason=rival["rejected_reason"],
+                evidence=rival["evidence"],
+                updated_at=timezone.now(),
+            )
+        _pattern_audit(pattern, before, surface="preferences", undo=True)
+        transaction.on_commit(lambda: context_invalidate(user_id=user.pk))
+    return entry.action, pattern
+
+
+def _pattern_audit(pattern: TastePattern, before: dict[str, Any], *, surface: str, undo: bool = False) -> None:
+    """The audit event of a user's stop or resume (or its undo): ``taste_pattern_stopped`` or
+    ``taste_pattern_resumed``, with the status before and after, in the user's private stream."""
+    stopped = pattern.status == TastePattern.Status.REJECTED
+    event_record(
+        actor=Actor.for_system(),
+        data=EventInput(
+            event_type="taste_pattern_stopped" if stopped else "taste_pattern_resumed",
+            event_family=EventFamily.TOOL_ACTION,
+            signal=Signal.NEGATIVE if stopped else Signal.POSITIVE,
+            user_id=pattern.user_id,
+            target_id=target_of(pattern.plugin, pattern.command) if pattern.command else pattern.plugin[:255],
+            surface=surface,
+            subject_type="taste_pattern",
+            subject_id=str(pattern.pk),
+            reason_category="undo" if undo else "user_request",
+            before_snapshot={"status": before["status"], "rejected_reason": before["rejected_reason"]},
+            after_snapshot={"status": pattern.status, "rejected_reason": pattern.rejected_reason},
+            metadata={"plugin": pattern.plugin, "command": pattern.command, "instruction": pattern.instruction},
+            private=True,
+        ),
+    )

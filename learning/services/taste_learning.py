@@ -234,21 +234,36 @@ def _upsert(
                 "updated_at",
             ]
         )
-    _supersede_others(pattern)
+    patterns_supersede_rivals(pattern)
     return pattern
 
 
-def _supersede_others(winner: TastePattern) -> None:
-    """Stop applying the live patterns of the winner's scope that contradict it."""
-    key = dimension(winner.correction_type, winner.direction)
+def pattern_rivals(pattern: TastePattern) -> list[TastePattern]:
+    """The live patterns of the pattern's scope that contradict it (the other directions of its
+    dimension), locked."""
+    key = dimension(pattern.correction_type, pattern.direction)
     rivals = (
         TastePattern.objects.select_for_update()
-        .filter(user_id=winner.user_id, plugin=winner.plugin, command=winner.command, status__in=LIVE)
-        .exclude(pk=winner.pk)
+        .filter(user_id=pattern.user_id, plugin=pattern.plugin, command=pattern.command, status__in=LIVE)
+        .exclude(pk=pattern.pk)
     )
-    for rival in rivals:
-        if dimension(rival.correction_type, rival.direction) != key:
-            continue
+    return [rival for rival in rivals if dimension(rival.correction_type, rival.direction) == key]
+
+
+def patterns_supersede_rivals(winner: TastePattern) -> list[dict[str, Any]]:
+    """Stop applying the live patterns of the winner's scope that contradict it; their state
+    before (id, status, rejected_reason, evidence)."""
+    before = []
+    for rival in pattern_rivals(winner):
+        before.append(
+            {
+                "id": rival.pk,
+                "status": rival.status,
+                "rejected_reason": rival.rejected_reason,
+                "evidence": rival.evidence,
+            }
+        )
         rival.status, rival.rejected_reason = TastePattern.Status.REJECTED, "superseded"
         rival.evidence = {**rival.evidence, "superseded_by": winner.pk, "superseded_at": timezone.now().isoformat()}
         rival.save(update_fields=["status", "rejected_reason", "evidence", "updated_at"])
+    return before

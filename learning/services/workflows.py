@@ -12,12 +12,13 @@ from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from accounts.models import Project, User
-from config.exceptions import ApplicationError
+from config.exceptions import ApplicationError, NotFoundError
 from learning.analyzer import workflows as detection
 from learning.analyzer.base import WorkflowFinding
 from learning.context.cache import context_invalidate_shared
 from learning.models import ChatMessage, LearnedWorkflow, PromptPattern
 from learning.services.common import changed_after_commit, reinforced
+from learning.services.undo import row_restore, row_snapshot, undo_record, undo_take
 
 PRIVATE = "private"
 
@@ -120,22 +121,71 @@ def workflows_mark_used(*, workflow_ids: Sequence[int]) -> int:
 
 
 def workflow_set_active(*, workflow: LearnedWorkflow, active: bool) -> LearnedWorkflow:
-    """Switch a workflow on or off."""
+    """Switch a workflow on or off (undoable: ``workflow_undo``)."""
     with transaction.atomic():
         row = LearnedWorkflow.objects.select_for_update().get(pk=workflow.pk)
+        undo_record(
+            user_id=row.user_id,
+            subject_type="workflow",
+            subject_id=row.pk,
+            action="switched_on" if active else "switched_off",
+            before={"active": row.active},
+        )
         row.active = active
         row.save(update_fields=["active", "updated_at"])
-        changed_after_commit(row.user_id)
-        if row.visibility != PRIVATE:
-            transaction.on_commit(context_invalidate_shared)
+        _changed(row)
     return row
 
 
+def _changed(row: LearnedWorkflow) -> None:
+    changed_after_commit(row.user_id)
+    if row.visibility != PRIVATE:
+        transaction.on_commit(context_invalidate_shared)
+
+
 def workflow_delete(*, workflow: LearnedWorkflow) -> None:
-    """Forget a workflow (its shared copies stay, detached from it)."""
+    """Forget a workflow (its shared copies stay, detached from it). Undoable for
+    LEARNING_UNDO_SECONDS: the undo entry keeps the row and which copies came from it."""
     with transaction.atomic():
-        LearnedWorkflow.objects.filter(pk=workflow.pk).delete()
-        changed_after_commit(workflow.user_id)
+        row = LearnedWorkflow.objects.select_for_update().filter(pk=workflow.pk).first()
+        if row is None:
+            return
+        copies = list(LearnedWorkflow.objects.filter(shared_from=row).values_list("pk", flat=True))
+        undo_record(
+            user_id=row.user_id,
+            subject_type="workflow",
+            subject_id=row.pk,
+            action="deleted",
+            before={"row": row_snapshot(row), "copies": copies},
+        )
+        row.delete()
+        _changed(row)
+
+
+def workflow_undo(*, user: User, workflow_id: int) -> tuple[str, LearnedWorkflow]:
+    """Undo the user's newest change to this workflow (within LEARNING_UNDO_SECONDS): a switch is
+    switched back; a deleted workflow comes back as it was, its shared copies pointing at it again."""
+    with transaction.atomic():
+        entry = undo_take(user=user, subject_type="workflow", subject_id=workflow_id, label="workflow")
+        if entry.action == "deleted":
+            row = row_restore(
+                LearnedWorkflow,
+                entry.before["row"],
+                conflict_field="id",
+                conflict=f"Workflow {workflow_id} exists already; nothing to restore.",
+            )
+            LearnedWorkflow.objects.filter(pk__in=entry.before.get("copies", []), shared_from__isnull=True).update(
+                shared_from=row
+            )
+        else:
+            row = LearnedWorkflow.objects.select_for_update().filter(pk=workflow_id, user=user).first()
+            if row is None:
+                raise NotFoundError(f"Workflow {workflow_id} no longer exists.", field="id")
+            row.active = bool(entry.before["active"])
+            row.save(update_fields=["active", "updated_at"])
+        _changed(row)
+    row.refresh_from_db()
+    return entry.action, row
 
 
 def workflow_share_check(*, workflow_id: str, visibility: str, project: Project | None) -> dict:

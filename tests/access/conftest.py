@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiKey
 from feedback.models import EventFamily
+from learning.services import memories, preferences, taste, workflows
 from promotions.models import PromotionStatus
 from tests.conftest import World
 from tests.factories import (
@@ -74,6 +75,24 @@ def _attribution_ids(world: World) -> dict[str, int]:
     return {"target": target.pk, "attribution_candidate": candidate.pk}
 
 
+def _undoable_ids(world: World) -> dict[str, object]:
+    """The owner's items with a change to undo: a preference and a workflow switched off, a memory
+    edited, a taste pattern stopped (which can also be resumed)."""
+    owner = world.owner
+    return {
+        "switched_preference": preferences.preference_set_active(
+            preference=PreferenceFactory(user=owner), active=False
+        ).pk,
+        "switched_workflow": workflows.workflow_set_active(
+            workflow=LearnedWorkflowFactory(user=owner), active=False
+        ).pk,
+        "edited_memory": memories.memory_update(memory=MemoryFactory(owner=owner), content="I moved to Leeds.").pk,
+        "stopped_taste_pattern": taste.taste_pattern_stop(
+            user=owner, pattern_id=TastePatternFactory(user=owner, correction_type="tone", direction="formal").pk
+        ).pk,
+    }
+
+
 @pytest.fixture
 def access_world(world: World) -> AccessWorld:
     owner, project = world.owner, world.project
@@ -106,5 +125,6 @@ def access_world(world: World) -> AccessWorld:
         "run": command_run(world.client("owner"), output="Hi team, the report is attached.")["run_id"],
         **loop_access_ids(project),
         **_attribution_ids(world),
+        **_undoable_ids(world),
     }
     return AccessWorld(world=world, ids={name: str(value) for name, value in ids.items()})

@@ -158,11 +158,13 @@ OPERATIONS: list[Op] = [
     Op("GET", "preferences/check-in", own(200, refused=200)),
     Op("PATCH", "preferences/{preference}/toggle", own(200), body={"active": False}),
     Op("DELETE", "preferences/{preference}", own(204)),
+    Op("POST", "preferences/{switched_preference}/undo", own(200)),
     # A private preference is never shared: its owner is told so (400 naming subject_type).
     Op("POST", "preferences/{preference}/share", own(400), body={"visibility": "team"}),
     Op("GET", "workflows", own(SEES, refused=BLIND), sees=Sees("workflows", "workflow")),
     Op("PATCH", "workflows/{workflow}/toggle", own(200), body={"active": False}),
     Op("DELETE", "workflows/{workflow}", own(204)),
+    Op("POST", "workflows/{switched_workflow}/undo", own(200)),
     Op("POST", "workflows/{workflow}/share", own(201), body={"visibility": "project", "project": "apollo"}),
     Op("GET", "context", own(200, refused=200, other=403), body={"project": "apollo", "message": "hello"}),
     Op(
@@ -175,9 +177,12 @@ OPERATIONS: list[Op] = [
     Op("GET", "memories/{memory}", own(200)),
     Op("PATCH", "memories/{memory}", own(200), body={"content": "My locker code word is heron."}),
     Op("DELETE", "memories/{memory}", own(204)),
+    Op("POST", "memories/{edited_memory}/undo", own(200)),
     Op("POST", "memories/{memory}/share", own(201), body={"visibility": "project", "project": "apollo"}),
     Op("GET", "taste-patterns", own(SEES, refused=BLIND), sees=Sees("taste_patterns", "taste_pattern")),
     Op("POST", "taste-patterns/{taste_pattern}/stop", own(200)),
+    Op("POST", "taste-patterns/{stopped_taste_pattern}/resume", own(200)),
+    Op("POST", "taste-patterns/{stopped_taste_pattern}/undo", own(200)),
     # --- promotions -------------------------------------------------------------------------
     Op("GET", "promotions/", staff_only(SEES), sees=Sees("results", "candidate")),
     Op("POST", "promotions/", staff_only(201), body={"promotion_type": "task_example", "subject_id": "{task}"}),

@@ -1,15 +1,21 @@
-"""The preferences modal in a real browser: toggle, remove, add, memories edited and deleted, "Noted:"
-under a chat message, and the change seen through the API."""
+"""The preferences modal in a real browser: every change applies at once and its undo toast puts the
+previous state back through the API; memories are edited and deleted (and undone); typing that was
+not saved is guarded when the dialog closes; errors show next to their item; states read truthfully.
+"Noted:" under a chat message, and the change seen through the API."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from core.embeddings import get_embedder
 from learning.analyzer.base import Analysis, PreferenceFinding
 from learning.models import LearnedWorkflow, Memory, Preference
 from learning.services import messages, preferences
-from tests.factories import MemoryFactory, UserFactory
+from tests.factories import MemoryFactory, PreferenceFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,48 +35,245 @@ def user():
     return user
 
 
-def test_modal_toggle_remove_add_and_save(logged_in_page, user):
-    page = logged_in_page(user, "/chat/")
-    page.get_by_role("button", name="Preferences").click()
-    modal = page.locator("#preferences-modal")
-    modal.get_by_text("Keep responses short").wait_for()
-    assert modal.get_by_text("used 4x").is_visible()
+@pytest.fixture
+def open_modal(logged_in_page):
+    """The chat page with the preferences modal open and its lists loaded; page errors collected."""
+
+    def run(user):
+        page = logged_in_page(user, "/chat/")
+        page.errors = []
+        page.on("pageerror", lambda error: page.errors.append(error))
+        page.get_by_role("button", name="Preferences").click()
+        page.wait_for_load_state("networkidle")  # the lists loaded (on mount, and again on opening)
+        return page, page.locator("#preferences-modal")
+
+    return run
+
+
+def toast(modal):
+    return modal.locator('[data-role="toast"]')
+
+
+def context_preferences(page) -> list[str]:
+    return [p["description"] for p in page.request.get("/api/v1/context").json()["preferences"]]
+
+
+def test_a_switch_applies_at_once_and_undo_switches_it_back(open_modal, user):
+    page, modal = open_modal(user)
+    row = Preference.objects.get(user=user, description="Keep responses short")
+    assert modal.get_by_role("button", name="Save Changes").count() == 0  # nothing is batched any more
 
     modal.get_by_role("checkbox", name="Apply Keep responses short").uncheck()
-    modal.get_by_role("button", name="Remove Use bullet points").click()
+
+    toast(modal).get_by_text("switched off").wait_for()
+    assert Preference.objects.get(pk=row.pk).active is False
+    assert context_preferences(page) == ["Use bullet points"]
+    item = modal.locator(f'li[data-kind="preference"][data-id="{row.pk}"]')
+    assert item.locator('[data-role="state"]').inner_text() == "Off"
+    assert "Switched off by you." in item.inner_text()
+    toast(modal).get_by_role("button", name="Undo").click()
+    toast(modal).get_by_text("switched on again").wait_for()
+    restored = Preference.objects.get(pk=row.pk)
+    assert (restored.active, restored.inactive_reason, restored.last_reinforced_at) == (
+        True,
+        "",
+        row.last_reinforced_at,
+    )
+    assert modal.get_by_role("checkbox", name="Apply Keep responses short").is_checked()
+    assert sorted(context_preferences(page)) == ["Keep responses short", "Use bullet points"]
+    assert page.errors == []
+
+
+def test_a_deleted_preference_comes_back_with_undo_from_the_keyboard(open_modal, user):
+    page, modal = open_modal(user)
+    row = Preference.objects.get(user=user, description="Use bullet points")
+    Preference.objects.filter(pk=row.pk).update(times_reinforced=3)
+
+    modal.get_by_role("button", name="Delete Use bullet points").click()
+
+    toast(modal).get_by_text("Preference deleted").wait_for()
+    modal.screenshot(path="/tmp/prefs-modal-toast.png")
+    assert not Preference.objects.filter(pk=row.pk).exists()
+    assert modal.get_by_text("Use bullet points", exact=True).count() == 0
+    # The deleted row's button is gone: focus is on Undo, so Enter undoes.
+    assert page.evaluate("document.activeElement.dataset.role") == "undo"
+    assert toast(modal).get_attribute("aria-live") == "polite"
+    page.keyboard.press("Enter")
+    toast(modal).get_by_text("Preference restored").wait_for()
+    restored = Preference.objects.get(pk=row.pk)  # the same row: its id, counts and dates
+    assert (restored.times_reinforced, restored.created_at, restored.source) == (3, row.created_at, "manual")
+    assert modal.locator(f'li[data-kind="preference"][data-id="{row.pk}"]').is_visible()
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "Apply Use bullet points"
+    assert page.errors == []
+
+
+def test_ctrl_z_undoes_the_last_change(open_modal, user):
+    page, modal = open_modal(user)
+    workflow = LearnedWorkflow.objects.get(user=user)
+    modal.get_by_role("checkbox", name="Apply Weekly sales summary").uncheck()
+    toast(modal).get_by_text("Workflow").wait_for()
+    assert LearnedWorkflow.objects.get(pk=workflow.pk).active is False
+    page.keyboard.press("Control+z")
+    toast(modal).get_by_text("Workflow switched on again").wait_for()
+    assert LearnedWorkflow.objects.get(pk=workflow.pk).active is True
+
+
+def test_adding_a_preference_applies_at_once_and_can_be_undone(open_modal, user):
+    page, modal = open_modal(user)
     modal.get_by_role("button", name="+ Add custom preference").click()
-    modal.get_by_label("Preference").fill("Write formally")
+    modal.get_by_label("Preference", exact=True).fill("Write formally")
     modal.get_by_label("Category").select_option("tone")
-    modal.get_by_role("button", name="Add", exact=True).click()
-    assert modal.get_by_text("3 unsaved changes").is_visible()
-    modal.get_by_role("button", name="Save Changes").click()
-    modal.get_by_text("Saved").wait_for()
+    modal.get_by_label("Preference", exact=True).press("Enter")
 
-    rows = {p.description: p for p in Preference.objects.filter(user=user)}
-    assert set(rows) == {"Keep responses short", "Write formally"}
-    assert rows["Keep responses short"].active is False
-    assert (rows["Write formally"].category, rows["Write formally"].source) == ("tone", "manual")
-    # ... and through the API, as the assistant's backend sees it.
-    context = page.request.get("/api/v1/context").json()
-    assert [p["description"] for p in context["preferences"]] == ["Write formally"]
+    toast(modal).get_by_text("Preference added").wait_for()
+    added = Preference.objects.get(user=user, description="Write formally")
+    assert (added.category, added.source, added.active) == ("tone", "manual", True)
+    assert "Write formally" in context_preferences(page)
+    item = modal.locator(f'li[data-kind="preference"][data-id="{added.pk}"]')
+    assert "Tone · added by you" in item.inner_text()
+    toast(modal).get_by_role("button", name="Undo").click()
+    toast(modal).get_by_text("Preference removed again").wait_for()
+    assert not Preference.objects.filter(pk=added.pk).exists()
+    assert item.count() == 0
 
 
-def test_memories_are_edited_and_deleted_in_the_modal(logged_in_page, user):
+def test_memory_edit_and_delete_apply_at_once_and_undo(open_modal, user):
     cats = MemoryFactory(owner=user, content="I have two cats.")
-    MemoryFactory(owner=user, content="I live in Leeds.")
-    page = logged_in_page(user, "/chat/")
-    page.get_by_role("button", name="Preferences").click()
-    page.wait_for_load_state("networkidle")  # the lists loaded (on mount, and again on opening)
-    modal = page.locator("#preferences-modal")
+    leeds = MemoryFactory(owner=user, content="I live in Leeds.")
+    page, modal = open_modal(user)
+
     modal.get_by_role("button", name="Edit I have two cats.").click()
     modal.get_by_label("Memory text").fill("I have three cats.")
     modal.get_by_role("button", name="Save memory").click()
-    modal.get_by_text("I have three cats.").wait_for()
+    toast(modal).get_by_text("Memory updated").wait_for()
+    assert Memory.objects.get(pk=cats.pk).content == "I have three cats."
+    assert modal.get_by_label("Memory text").count() == 0  # the editor closed
+    toast(modal).get_by_role("button", name="Undo").click()
+    toast(modal).get_by_text("Memory edit undone").wait_for()
+    assert Memory.objects.get(pk=cats.pk).content == "I have two cats."
+    modal.get_by_text("I have two cats.").wait_for()
+
     modal.get_by_role("button", name="Delete I live in Leeds.").click()
-    modal.get_by_text("I live in Leeds.").wait_for(state="detached")
-    assert list(Memory.objects.filter(owner=user).values_list("pk", "content")) == [(cats.pk, "I have three cats.")]
-    memories = page.request.get("/api/v1/memories").json()["memories"]
-    assert [m["content"] for m in memories] == ["I have three cats."]
+    toast(modal).get_by_text("Memory deleted").wait_for()
+    assert not Memory.objects.filter(pk=leeds.pk).exists()
+    assert [m["content"] for m in page.request.get("/api/v1/memories").json()["memories"]] == ["I have two cats."]
+    toast(modal).get_by_role("button", name="Undo").click()
+    toast(modal).get_by_text("Memory restored").wait_for()
+    assert Memory.objects.get(pk=leeds.pk).content == "I live in Leeds."
+    modal.get_by_text("I live in Leeds.").wait_for()
+    assert page.errors == []
+
+
+def test_closing_with_an_unsaved_edit_asks_first(open_modal, user):
+    memory = MemoryFactory(owner=user, content="I have two cats.")
+    page, modal = open_modal(user)
+    guard = modal.locator('[data-role="discard-guard"]')
+    modal.get_by_role("button", name="Edit I have two cats.").click()
+    modal.get_by_label("Memory text").fill("I have three")
+
+    page.keyboard.press("Escape")  # Escape goes through the guard
+    guard.wait_for()
+    assert modal.is_visible()
+    assert "your edit of a memory" in guard.inner_text()
+    page.screenshot(path="/tmp/prefs-modal-guard.png")
+    guard.get_by_role("button", name="Keep editing").click()  # dismiss: the edit stays
+    assert guard.is_hidden()
+    assert modal.is_visible()
+    assert modal.get_by_label("Memory text").input_value() == "I have three"
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "Memory text"
+
+    modal.get_by_role("button", name="Close").click()  # the × goes through the guard too
+    guard.wait_for()
+    page.keyboard.press("Escape")  # Escape on the question keeps editing
+    assert guard.is_hidden()
+    assert modal.is_visible()
+    modal.get_by_role("button", name="Close").click()
+    guard.get_by_role("button", name="Discard").click()  # confirm: discarded, closed
+    modal.wait_for(state="hidden")
+    assert Memory.objects.get(pk=memory.pk).content == "I have two cats."  # nothing was saved
+
+    page.get_by_role("button", name="Preferences").click()
+    modal.get_by_text("I have two cats.").wait_for()
+    assert modal.get_by_label("Memory text").count() == 0
+    page.keyboard.press("Escape")  # nothing unsaved: closes at once
+    modal.wait_for(state="hidden")
+    assert page.errors == []
+
+
+def test_a_half_written_preference_is_guarded_too(open_modal, user):
+    _, modal = open_modal(user)
+    modal.get_by_role("button", name="+ Add custom preference").click()
+    modal.get_by_label("Preference", exact=True).fill("Answer in")
+    modal.get_by_role("button", name="Close").click()
+    guard = modal.locator('[data-role="discard-guard"]')
+    guard.get_by_text("the preference you are writing").wait_for()
+    guard.get_by_role("button", name="Keep editing").click()
+    assert modal.get_by_label("Preference", exact=True).input_value() == "Answer in"
+
+
+def test_an_error_shows_next_to_the_item_which_keeps_its_state(open_modal, user):
+    _, modal = open_modal(user)
+    row = Preference.objects.get(user=user, description="Keep responses short")
+    Preference.objects.filter(pk=row.pk).delete()  # gone behind the page's back: the API answers 404
+
+    modal.get_by_role("checkbox", name="Apply Keep responses short").click()
+
+    item = modal.locator(f'li[data-kind="preference"][data-id="{row.pk}"]')
+    alert = item.locator('[role="alert"]')
+    alert.wait_for()
+    assert "No such preference" in alert.inner_text()
+    assert modal.get_by_role("checkbox", name="Apply Keep responses short").is_checked()  # its previous state
+    assert toast(modal).inner_text() == ""  # nothing to undo
+
+
+def test_states_read_truthfully(open_modal, user):
+    now = timezone.now()
+    newer = PreferenceFactory(
+        user=user,
+        category="length",
+        description="Give detailed answers.",
+        axis="length:long",
+        confidence=0.82,
+        times_reinforced=3,
+        last_reinforced_at=now,
+    )
+    Preference.objects.filter(user=user, description="Keep responses short").update(
+        active=False, inactive_reason="contradicted", superseded_by=newer, superseded_at=now - timedelta(days=1)
+    )
+    PreferenceFactory(user=user, category="tone", description="Be playful.", candidate=True, confidence=0.35)
+    PreferenceFactory(user=user, category="format", description="Use tables.", active=False, inactive_reason="decayed")
+    page, modal = open_modal(user)
+
+    def item(description):
+        pk = Preference.objects.get(user=user, description=description).pk
+        return modal.locator(f'li[data-kind="preference"][data-id="{pk}"]')
+
+    assert item("Give detailed answers.").locator('[data-role="state"]').inner_text() == "Applied"
+    detail = item("Give detailed answers.").inner_text()
+    assert "Length · learned from your messages · confident (82%) · seen 3 times" in detail
+    assert "Replaced \u201cKeep responses short\u201d" in detail  # the superseded history
+    replaced = item("Keep responses short")
+    assert replaced.locator('[data-role="state"]').inner_text() == "Replaced"
+    assert "Replaced by \u201cGive detailed answers.\u201d" in replaced.inner_text()
+    assert not replaced.get_by_role("checkbox").is_checked()
+    assert item("Be playful.").locator('[data-role="state"]').inner_text() == "Tentative"
+    assert "unsure (35%)" in item("Be playful.").inner_text()
+    assert item("Use tables.").locator('[data-role="state"]').inner_text() == "Faded"
+    assert re.search(r"Seen 4 times .* when you ask: \u201cSummarize sales\u201d", modal.inner_text())
+    page.screenshot(path="/tmp/prefs-modal-states.png", full_page=True)
+    modal.screenshot(path="/tmp/prefs-modal-modal.png")
+
+    # Ticking the replaced one uses it instead: the newer one is replaced in turn (never both).
+    replaced.get_by_role("checkbox").check()
+    toast(modal).get_by_text("switched on").wait_for()
+    newer.refresh_from_db()
+    assert (newer.active, newer.inactive_reason) == (False, "contradicted")
+    assert item("Give detailed answers.").locator('[data-role="state"]').inner_text() == "Replaced"
+    toast(modal).get_by_role("button", name="Undo").click()
+    toast(modal).get_by_text("switched off again").wait_for()
+    newer.refresh_from_db()
+    assert newer.active
+    assert page.errors == []
 
 
 def test_memories_on_the_full_page(logged_in_page, user):
@@ -80,6 +283,29 @@ def test_memories_on_the_full_page(logged_in_page, user):
     page.get_by_role("button", name="Delete I am vegetarian.").click()
     page.get_by_text("Nothing remembered yet.").wait_for()
     assert not Memory.objects.filter(owner=user).exists()
+    page.get_by_role("button", name="Undo").click()
+    page.get_by_text("I am vegetarian.", exact=True).wait_for()
+    assert Memory.objects.filter(owner=user, content="I am vegetarian.").exists()
+
+
+def test_the_full_page_asks_before_leaving_with_an_unsaved_edit(logged_in_page, user):
+    MemoryFactory(owner=user, content="I am vegetarian.")
+    page = logged_in_page(user, "/preferences/")
+    page.wait_for_load_state("networkidle")
+    page.get_by_role("button", name="Edit I am vegetarian.").click()
+    page.get_by_label("Memory text").fill("I am vegan.")
+    asked = []
+
+    def answer(dialog):
+        asked.append(dialog.type)
+        dialog.dismiss()  # stay on the page
+
+    page.on("dialog", answer)
+    page.get_by_role("link", name="Back to the assistant").click()
+    page.wait_for_timeout(500)
+    assert asked == ["beforeunload"]
+    assert "/preferences/" in page.url
+    assert page.get_by_label("Memory text").input_value() == "I am vegan."
 
 
 class SpanishAnalyzer:
@@ -114,11 +340,10 @@ def test_chat_message_shows_the_injected_context(logged_in_page, user):
     assert "Keep responses short" in page.locator(".msg.assistant pre").inner_text()
 
 
-def test_full_page_workflow_toggle(logged_in_page, user):
+def test_full_page_workflow_switch_applies_at_once(logged_in_page, user):
     page = logged_in_page(user, "/preferences/")
     page.get_by_role("checkbox", name="Apply Weekly sales summary").uncheck()
-    page.get_by_role("button", name="Save Changes").click()
-    page.get_by_text("Saved").wait_for()
+    page.get_by_text("Workflow \u201cWeekly sales summary\u201d switched off").wait_for()
     assert LearnedWorkflow.objects.get(user=user).active is False
 
 
