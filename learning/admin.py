@@ -28,6 +28,7 @@ from learning.models import (
     Preference,
     PromptPattern,
     TastePattern,
+    UndoEntry,
 )
 from learning.services import memories, preferences, taste, workflows
 
@@ -62,6 +63,20 @@ class PromptPatternAdmin(ReadOnlyAdmin):
     search_fields = ("prompt_summary", "=session_id", "user__username")
     list_select_related = ("user",)
     date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    show_full_result_count = False
+
+
+@admin.register(UndoEntry)
+class UndoEntryAdmin(ReadOnlyAdmin):
+    """What a user's change to a learned item replaced, kept for LEARNING_UNDO_SECONDS so the modal's
+    Undo can put it back (learning.services.undo); purged by the learning.undo_purge beat task."""
+
+    list_display = ("created_at", "user", "action", "subject_type", "subject_id")
+    list_filter = ("subject_type", "action")
+    search_fields = ("=subject_id", "user__username")
+    list_select_related = ("user",)
+    list_defer = ("before",)
     ordering = ("-created_at",)
     show_full_result_count = False
 

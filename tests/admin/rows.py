@@ -66,6 +66,7 @@ BUILD: dict[type[models.Model], Callable[[], models.Model]] = {
     learning.Memory: lambda: f.MemoryFactory(project=f.ProjectFactory()),
     learning.Preference: lambda: f.PreferenceFactory(embedding=f.embedding(7)),
     learning.TastePattern: lambda: f.TastePatternFactory(evidence={"runs": ["r1"]}),
+    learning.UndoEntry: f.UndoEntryFactory,
     learning.CommandRun: lambda: f.CommandRunFactory(project=f.ProjectFactory(), parameters={"tone": "warm"}),
     learning.CommandDecision: f.CommandDecisionFactory,
     learning.LearnedWorkflow: lambda: f.LearnedWorkflowFactory(learned_steps=["outline", "draft"]),

@@ -12,7 +12,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("learning", "0009_taste_consistency"),
+        ("learning", "0010_admin_names"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
