@@ -36,6 +36,7 @@ from learning.models import AgentLearning, CommandRun, LearnedWorkflow, Learning
 from promotions.models import LIVE_STATUSES, OPEN_STATUSES, LearningPromotion
 from promotions.previews import retrieval_weight_preview
 from promotions.services import actions_from
+from promotions.summaries import promotion_summaries
 from retrieval.conf import retrieval_settings
 from retrieval.models import Chunk, Document, RetrievalFeedback, RetrievalWeight, WeightStatus
 
@@ -236,7 +237,7 @@ def _span(people: dict[str, tuple[str, datetime]]) -> str:
 
 
 def _who(people: dict[str, tuple[str, datetime]]) -> str:
-    users = {name for name, _ in people.values() if name}
+    users = sorted({name for name, _ in people.values() if name})  # sorted: the same page every time
     return f" from {times(len(users), 'user')} ({_names(users)})" if users else ""
 
 
@@ -1109,45 +1110,10 @@ def promotion_explain(*, promotion: LearningPromotion) -> Explanation:
     return x
 
 
-def promotion_brief(promotion: LearningPromotion, snippets: dict[int, str] | None = None) -> str:
-    """A promotion in one short line (what it would do), for choices and messages; no query."""
-    learning = promotion.proposed_learning if isinstance(promotion.proposed_learning, dict) else {}
-    kind = promotion.promotion_type
-    if kind == "retrieval_weight":
-        multiplier = _number(learning.get("multiplier"), float) or 1.0
-        snippet = (snippets or {}).get(_number(learning.get("chunk"), int))
-        what = _q(snippet, 60) if snippet else f"a passage of {learning.get('document') or 'a document'}"
-        return f"Rank {what} {'higher' if multiplier > 1 else 'lower'} ({multiplier_text(multiplier)})"
-    if kind == "agent_learning":
-        return f"Lesson {_q(learning.get('title') or learning.get('prevention_prompt'), 80)}"
-    if kind == "task_example":
-        return f"Example task {_q(learning.get('title'), 80)}"
-    if kind == "memory":
-        return f"Share the memory {_q(learning.get('content'), 80)}"
-    if kind == "workflow":
-        return f"Share the workflow {_q(learning.get('workflow_name'), 80)}"
-    if kind == "packet_rule":
-        return _q(learning.get("description"), 100)
-    if kind == "attribution_rule":
-        target = learning.get("target") or "its target"
-        matches = attribution_match_text(str(learning.get("match_kind")), str(learning.get("pattern")))
-        return f"Attribute {matches} to {target}"
-    return f"{kind} {promotion.subject_type}"
-
-
 def promotion_briefs(promotions: Sequence[LearningPromotion]) -> dict[str, str]:
-    """``promotion_brief`` of each, by id: one query for the passages of retrieval weights."""
-    chunk_ids = [
-        _number(p.proposed_learning.get("chunk"), int)
-        for p in promotions
-        if p.promotion_type == "retrieval_weight" and isinstance(p.proposed_learning, dict)
-    ]
-    snippets = (
-        {pk: content[:120] for pk, content in Chunk.objects.filter(pk__in=chunk_ids).values_list("pk", "content")}
-        if chunk_ids
-        else {}
-    )
-    return {str(p.pk): promotion_brief(p, snippets) for p in promotions}
+    """Each promotion in one line of words, by id (the list's own ``promotion_summaries``: one query
+    for the passages of retrieval weights)."""
+    return {str(pk): line for pk, line in promotion_summaries(promotions).items()}
 
 
 @dataclass(frozen=True)
@@ -1175,6 +1141,7 @@ def replacement_choices(*, promotion: LearningPromotion, limit: int = 50) -> lis
 def _replacements(promotion: LearningPromotion) -> QuerySet[LearningPromotion]:
     return (
         LearningPromotion.objects.filter(promotion_type=promotion.promotion_type, status__in=LIVE_STATUSES)
+        .select_related("project")
         .exclude(pk=promotion.pk)
         .annotate(
             other_subject=Case(
@@ -1231,7 +1198,7 @@ def action_message(action: str, promotion: LearningPromotion) -> str:
     """The console's message once an action succeeded: "Promotion applied.", "Promotion superseded by …"."""
     if action == "supersede" and promotion.superseded_by is not None:
         return (
-            f"Promotion superseded by {promotion_briefs([promotion.superseded_by])[str(promotion.superseded_by.pk)]}."
+            f"Promotion superseded by “{promotion_briefs([promotion.superseded_by])[str(promotion.superseded_by.pk)]}”."
         )
     return f"Promotion {PAST[action]}."
 

@@ -34,7 +34,9 @@ def promotion_list(*, actor: Actor) -> QuerySet[LearningPromotion]:
 
 def promotion_get(*, actor: Actor, promotion_id: str) -> LearningPromotion | None:
     """One promotion, with its project, reviewer, target and replacement joined in."""
-    return promotion_list(actor=actor).select_related("target", "superseded_by").filter(pk=promotion_id).first()
+    return (
+        promotion_list(actor=actor).select_related("target", "superseded_by__project").filter(pk=promotion_id).first()
+    )
 
 
 def scan_run_list(*, actor: Actor) -> QuerySet[ScanRun]:

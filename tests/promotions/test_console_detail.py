@@ -242,7 +242,7 @@ def test_supersede_picks_a_live_replacement_of_the_same_type(world):
     new = promote(world, cases.task_example(world, "Draft the Q4 site report"), "approve")
     assert str(new.pk) in page(client, old)  # offered as the replacement
     response = supersede(client, old, superseded_by=str(new.pk))
-    assert "Promotion superseded by Example task “Draft the Q4 site report”." in html.unescape(
+    assert "Promotion superseded by “Task example: Draft the Q4 site report”." in html.unescape(
         response.content.decode()
     )
     old.refresh_from_db()
