@@ -42,3 +42,11 @@ def models_warm() -> dict[str, float]:
     analyzer.analyze(AnalyzerInput(current_message="Could you keep your answers short, please?"))
     step("first analysis")
     return timings
+
+
+def analyzer_stored() -> bool:
+    """Whether the fitted analyzer of this code and data is on disk (loading it costs a fraction of a second)."""
+    from learning.analyzer.store import store_path  # noqa: PLC0415
+
+    path = store_path()
+    return path is not None and path.exists()
