@@ -181,7 +181,7 @@ class DemoStory:
             name = "bob" if index % 2 else "alice"
             self.at(day, 15, self._search, name, query, content.DEPLOY_CURRENT)
         # Somebody also says the old checklist is out of date.
-        self.at(2, 16, lambda: self._search("bob", content.DEPLOY_SEARCHES[0], None, stale=content.DEPLOY_OUTDATED))
+        self.at(2, 16, self._search, "bob", content.DEPLOY_SEARCHES[0], None, stale=content.DEPLOY_OUTDATED)
 
     def _search(self, name: str, query: str, answer: str | None, stale: str | None = None) -> None:
         """Search, then act as people do: read from the top, use the first result that answers (the
@@ -204,16 +204,16 @@ class DemoStory:
         for index, edited in enumerate(content.DRAFT_EDITED):
             self.at(28 - 2 * index, 10.5, self._run, "alice", "email", "draft", content.DRAFT_OUTPUT, edited)
         for day in (19, 16):  # the pattern is applied; drafts accepted as they come confirm it
-            self.at(day, 10.5, lambda: self._run("alice", "email", "draft", content.DRAFT_OUTPUT, None))
+            self.at(day, 10.5, self._run, "alice", "email", "draft", content.DRAFT_OUTPUT, None)
         for day in (25, 20, 14):
-            self.at(day, 14.5, lambda: self._run("alice", "email", "reply", content.REPLY_OUTPUT, content.REPLY_EDITED))
+            self.at(day, 14.5, self._run, "alice", "email", "reply", content.REPLY_OUTPUT, content.REPLY_EDITED)
         # A reply she rejects, with the pattern applied on trial, and then she says so in the chat.
-        self.at(12, 9, lambda: self._run("alice", "email", "reply", content.REPLY_OUTPUT, None, decision="rejected"))
-        self.at(12, 9.5, lambda: self._say("alice", "stop applying this", "", 12))
+        self.at(12, 9, self._run, "alice", "email", "reply", content.REPLY_OUTPUT, None, decision="rejected")
+        self.at(12, 9.5, self._say, "alice", "stop applying this", "", 12)
         for day in (23, 22):
-            self.at(day, 15.5, lambda: self._fail("bob", "calendar", "schedule", content.CALENDAR_ERROR))
+            self.at(day, 15.5, self._fail, "bob", "calendar", "schedule", content.CALENDAR_ERROR)
         for day in (6, 4, 2):
-            self.at(day, 13.5, lambda: self._fail("bob", "billing", "export", content.BILLING_ERROR))
+            self.at(day, 13.5, self._fail, "bob", "billing", "export", content.BILLING_ERROR)
 
     def _run(
         self, name: str, plugin: str, command: str, output: str, edited: str | None, decision: str = "accepted"
@@ -252,13 +252,13 @@ class DemoStory:
                 surface="task_generation",
             )
 
-        self.at(20, 16, lambda: rate("alice", content.RELEASE_NOTES_TASK, "good", "Exactly the steps we follow.", True))
-        self.at(20, 16.5, lambda: rate("bob", content.OFFSITE_TASK, "good", "Useful this time.", True))
-        self.at(17, 10, lambda: rate("bob", content.TRIAGE_TASK, "good", "Saves me the morning.", False))
+        self.at(20, 16, rate, "alice", content.RELEASE_NOTES_TASK, "good", "Exactly the steps we follow.", True)
+        self.at(20, 16.5, rate, "bob", content.OFFSITE_TASK, "good", "Useful this time.", True)
+        self.at(17, 10, rate, "bob", content.TRIAGE_TASK, "good", "Saves me the morning.", False)
         for day in (16, 15, 14):
-            self.at(day, 17, lambda: self._outcome(content.TRIAGE_TASK["title"]))
-        self.at(4, 16, lambda: rate("alice", content.VAGUE_TASK, "bad", "Too vague: no owner and no due date.", False))
-        self.at(2, 11.5, lambda: rate("alice", content.DEMO_AGENDA_TASK, "good", "Ready to send as it is.", True))
+            self.at(day, 17, self._outcome, content.TRIAGE_TASK["title"])
+        self.at(4, 16, rate, "alice", content.VAGUE_TASK, "bad", "Too vague: no owner and no due date.", False)
+        self.at(2, 11.5, rate, "alice", content.DEMO_AGENDA_TASK, "good", "Ready to send as it is.", True)
 
     def _outcome(self, title: str) -> None:
         """The product reports that the workflow started from a rated task completed."""
@@ -282,9 +282,9 @@ class DemoStory:
     # --- automatic checks of the assistant's answers ---------------------------------------------------
     def _checks(self) -> None:
         for day in (15, 14):
-            self.at(day, 18, lambda: self._check(*content.DATE_CHECK))
+            self.at(day, 18, self._check, *content.DATE_CHECK)
         for day in (5, 3, 1):
-            self.at(day, 18, lambda: self._check(*content.CURRENCY_CHECK))
+            self.at(day, 18, self._check, *content.CURRENCY_CHECK)
 
     def _check(self, check: str, expected: str, observed: str) -> None:
         event_record(
@@ -355,52 +355,47 @@ class DemoStory:
     # --- scheduled scans and the admin's reviews --------------------------------------------------------
     def _reviews(self) -> None:
         for day in (32, 21, 18, 13, 8):
-            self.at(day, 23, lambda: scan_run_now(scanner="all"))
+            self.at(day, 23, scan_run_now, scanner="all")  # the scheduled scans
+        decide = self._decide
+        self.at(17, 9, decide, "task_example", "approve", "apply", title=content.RELEASE_NOTES_TASK["title"])
         self.at(
-            17, 9, lambda: self._decide("task_example", "approve", "apply", title=content.RELEASE_NOTES_TASK["title"])
+            17, 9.2, decide, "task_example", "reject", notes="A one-off event.", title=content.OFFSITE_TASK["title"]
         )
+        self.at(12, 10.2, decide, "packet_rule", "approve", "apply", rule_type="card_type_rank")
         self.at(
-            17,
-            9.2,
-            lambda: self._decide(
-                "task_example", "reject", notes="A one-off event, not a pattern.", title=content.OFFSITE_TASK["title"]
-            ),
+            7,
+            10,
+            decide,
+            "agent_learning",
+            "supersede",
+            notes="The style guide's rule replaces it.",
+            check="date_format",
+            status=PromotionStatus.APPLIED,
         )
         self.at(
             7,
             10.5,
-            lambda: self._decide(
-                "agent_learning", "approve", notes="Apply after the support team's review.", reason="handover"
-            ),
+            decide,
+            "agent_learning",
+            "approve",
+            notes="Apply after the support team's review.",
+            reason="handover",
         )
-        self.at(12, 10.2, lambda: self._decide("packet_rule", "approve", "apply", rule_type="card_type_rank"))
         self.at(
             5,
             10,
-            lambda: self._decide(
-                "packet_rule",
-                "pause",
-                notes="This month the team reads risks first.",
-                rule_type="card_type_rank",
-                status=PromotionStatus.APPLIED,
-            ),
+            decide,
+            "packet_rule",
+            "pause",
+            notes="This month the team reads risks first.",
+            rule_type="card_type_rank",
+            status=PromotionStatus.APPLIED,
         )
-        self.at(
-            7,
-            10,
-            lambda: self._decide(
-                "agent_learning",
-                "supersede",
-                notes="The style guide's date rule replaces it.",
-                check="date_format",
-                status=PromotionStatus.APPLIED,
-            ),
-        )
-        self.at(27, 9, lambda: self._share_memory("bob", "kids", notes="So the team knows when I leave."))
-        self.at(26, 9, lambda: self._decide("memory", "reject", notes="Family details stay private.", owner="bob"))
-        self.at(2, 9, lambda: self._share_memory("alice", "sprint demo"))
+        self.at(27, 9, self._share_memory, "bob", "kids", notes="So the team knows when I leave.")
+        self.at(26, 9, self._decide, "memory", "reject", notes="Family details stay private.", owner="bob")
+        self.at(2, 9, self._share_memory, "alice", "sprint demo")
         self.at(1, 9, self._share_workflow)
-        self.at(1, 22, lambda: promotions_expire())
+        self.at(1, 22, promotions_expire)
 
     def _decide(
         self, promotion_type: str, *actions: str, notes: str = "", status: str = PromotionStatus.CANDIDATE, **match: str
