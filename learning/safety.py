@@ -255,6 +255,10 @@ class SteeringModel:
         self.model = LogisticRegression(C=C, class_weight="balanced", max_iter=4000, random_state=0)
         self.model.fit(self._features(fitted, known), labels + [False] * len(sentences))
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The embedding model is the process's own (learning.analyzer.store attaches it on loading).
+        return {**self.__dict__, "embedder": None}
+
     def _features(self, texts: list[str], vectors: np.ndarray | None = None):
         from scipy import sparse  # noqa: PLC0415  heavy: comes with scikit-learn
 

@@ -110,6 +110,11 @@ def message_get_own(*, user: User, message_id: str) -> ChatMessage | None:
     return ChatMessage.objects.filter(user=user, pk=message_id).first()
 
 
+def messages_exist(*, user: User) -> bool:
+    """Whether the user has any chat message (the demo seed's sign that its story is there)."""
+    return ChatMessage.objects.filter(user=user).exists()
+
+
 def message_get(*, message_id: str) -> ChatMessage | None:
     return ChatMessage.objects.select_related("user").filter(pk=message_id).first()
 

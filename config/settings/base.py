@@ -224,6 +224,8 @@ CELERY_BEAT_SCHEDULE = {
 
 # Retrieval.
 RETRIEVAL_INDEX_DIR = env.path("RETRIEVAL_INDEX_DIR", default=str(VAR_DIR / "index"))
+# The local analyzer's fitted models, kept for the next process (learning/analyzer/store.py); empty: off.
+ANALYZER_CACHE_DIR = env.str("ANALYZER_CACHE_DIR", default=str(VAR_DIR / "analyzer"))
 
 # --- Rate limits and login lockout (issue 11; owned by accounts/throttling.py) ---------------------
 # API: DRF throttles per API key, per user and per anonymous address, counted in the shared cache;

@@ -23,6 +23,8 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # Each test asks the fake model server afresh; tests of the breaker turn it on.
 ANALYZER_BREAKER_SECONDS = 0.0
 RETRIEVAL_INDEX_DIR = tempfile.mkdtemp(prefix="learninglayer-index-")
+# Each test run fits the analyzer itself (the store's own tests give it a directory).
+ANALYZER_CACHE_DIR = ""
 
 # Rate limits far above what any test sends; the throttle tests lower them with override_settings.
 THROTTLE_SERVICE_KEY_REQUESTS = 1_000_000

@@ -12,7 +12,8 @@ decides, with the classifiers of ``model.py``:
   category, and a canonical axis only when one is clearly meant (for contradictions);
 - for a memory: the statement itself and a kind.
 
-The classifiers are fitted once per process on ``data/labelled_messages.jsonl`` (seconds).
+The classifiers are fitted on ``data/labelled_messages.jsonl`` (tens of seconds), once for each version of
+the data and code: ``learning.analyzer.store`` keeps the fit on disk for the next process.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from core.embeddings import get_embedder
 from learning.analyzer import describe
 from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, PreferenceFinding
 from learning.analyzer.features import turn_from_context
-from learning.analyzer.model import NO_AXIS, Models, embed_texts, embed_turns, fit_models, load_rows
+from learning.analyzer.model import NO_AXIS, Models, embed_texts, embed_turns
+from learning.analyzer.store import fitted_models
 from learning.analyzer.workflows import workflow_finding
-from learning.safety import STEERING_THRESHOLD, steering_model_adopt, steering_model_fitted
+from learning.safety import STEERING_THRESHOLD, steering_model_adopt
 
 ABSTAIN_BELOW = 0.40  # a correction or pain point under this probability: learn nothing
 # Storing the wrong thing is worse than missing it: a preference or a memory is stored only when
@@ -48,7 +50,7 @@ class LocalAnalyzer:
     def __init__(self, models: Models | None = None, embedder: Any = None) -> None:
         self.embedder = embedder or get_embedder()
         if models is None:
-            models = fit_models(self.embedder, load_rows(), steering=steering_model_fitted())
+            models = fitted_models(self.embedder)  # from the store, or fitted (learning.analyzer.store)
             steering_model_adopt(models.steering)  # one steering model per process, wherever it is asked
         self.models = models
 

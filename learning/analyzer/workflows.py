@@ -65,16 +65,29 @@ def _document_frequency() -> tuple[Counter[str], int]:
     return Counter(w for t in texts for w in set(content_words(t))), len(texts)
 
 
-@lru_cache(maxsize=1)
-def _centre() -> np.ndarray:
+# The two background means, once computed or adopted from the analyzer's store (learning.analyzer.store).
+_centres: dict[str, np.ndarray] = {}
+
+
+def centres_adopt(*, centre: np.ndarray, word_centre: np.ndarray) -> None:
+    """Use these background means (computed by an earlier process for the same data and model)."""
+    with _word_lock:
+        _centres.setdefault("sentence", np.asarray(centre, dtype=np.float32))
+        _centres.setdefault("word", np.asarray(word_centre, dtype=np.float32))
+
+
+def background_centre() -> np.ndarray:
     """The mean sentence embedding of the background set (computed once per process)."""
-    texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
-    return np.asarray(get_embedder().embed(texts), dtype=np.float32).mean(axis=0)
+    if "sentence" not in _centres:
+        texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
+        vectors = np.asarray(get_embedder().embed(texts), dtype=np.float32)
+        _centres.setdefault("sentence", vectors.mean(axis=0))
+    return _centres["sentence"]
 
 
 def centred(vectors: np.ndarray) -> np.ndarray:
     """Sentence embeddings (one or a matrix of rows) with the background mean taken out, renormalised."""
-    shifted = np.asarray(vectors, dtype=np.float32) - _centre()
+    shifted = np.asarray(vectors, dtype=np.float32) - background_centre()
     return shifted / np.maximum(np.linalg.norm(shifted, axis=-1, keepdims=True), 1e-12)
 
 
@@ -83,19 +96,21 @@ def centred_cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(centred(a) @ centred(b))
 
 
-@lru_cache(maxsize=1)
-def _word_centre() -> np.ndarray:
+def background_word_centre() -> np.ndarray:
     """The mean embedding of the background set's most used words, framed (computed once per
     process; a mean settles well before the set's 1,800 words, a third of them is enough)."""
-    counts, _ = _document_frequency()
-    common = sorted(counts, key=lambda w: (-counts[w], w))[:_CENTRE_WORDS]
-    return np.asarray(get_embedder().embed([_WORD_FRAME.format(w) for w in common]), dtype=np.float32).mean(axis=0)
+    if "word" not in _centres:
+        counts, _ = _document_frequency()
+        common = sorted(counts, key=lambda w: (-counts[w], w))[:_CENTRE_WORDS]
+        vectors = np.asarray(get_embedder().embed([_WORD_FRAME.format(w) for w in common]), dtype=np.float32)
+        _centres.setdefault("word", vectors.mean(axis=0))
+    return _centres["word"]
 
 
 def _word_embed(words: list[str]) -> np.ndarray:
     """Framed word embeddings with the background words' mean taken out, renormalised."""
     shifted = np.asarray(get_embedder().embed([_WORD_FRAME.format(w) for w in words]), dtype=np.float32)
-    shifted -= _word_centre()
+    shifted -= background_word_centre()
     return shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
 
 

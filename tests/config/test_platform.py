@@ -15,10 +15,7 @@ from django.db import connection
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from accounts.models import ApiKey, User
 from config.celery import app
-from feedback.models import FeedbackEvent, TaskFeedback
-from learning.models import LearnedWorkflow, Preference
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/config/ is two levels down)
 
@@ -90,21 +87,6 @@ def test_admin_shows_events_read_only(world):
     assert client.get("/admin/feedback/feedbackevent/").status_code == 200
     assert client.get("/admin/feedback/feedbackevent/add/").status_code == 403
     assert client.get("/admin/accounts/apikey/").status_code == 200
-
-
-def test_seed_demo_is_repeatable(db):
-    out = io.StringIO()
-    call_command("seed_demo", stdout=out)
-    events = FeedbackEvent.objects.count()
-    call_command("seed_demo", stdout=out)
-    assert User.objects.filter(username__in=["admin", "alice", "bob"]).count() == 3
-    assert FeedbackEvent.objects.count() == events > 26  # 24 events, 2 task ratings, the analysis: not doubled
-    alice = User.objects.get(username="alice")
-    assert Preference.objects.filter(user=alice, axis="length:short").exists()
-    assert LearnedWorkflow.objects.filter(user=alice).count() == 1
-    assert TaskFeedback.objects.count() == 2
-    assert ApiKey.objects.filter(name="demo", revoked_at__isnull=True).count() == 2
-    assert "Service key llk_" in out.getvalue()
 
 
 SETTINGS_ENV = {

@@ -1,0 +1,87 @@
+"""The fitted analyzer kept on disk: loaded when it was fitted for this code, data and libraries,
+fitted again (and the old file dropped) when any of them changed or the file cannot be read."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from learning.analyzer import model, store, workflows
+from learning.analyzer.base import AnalyzerInput
+from learning.analyzer.local import LocalAnalyzer, get_local_analyzer
+
+MESSAGES = ("From now on, always answer me in Spanish.", "I follow a strict gluten-free diet", "thanks!")
+
+
+class Refit(Exception):
+    pass
+
+
+def no_fit(*args, **kwargs):
+    raise Refit
+
+
+@pytest.fixture
+def cache_dir(settings, tmp_path):
+    settings.ANALYZER_CACHE_DIR = str(tmp_path / "analyzer")
+    return tmp_path / "analyzer"
+
+
+@pytest.fixture
+def stored(cache_dir, embedder):
+    """The process's analyzer, saved as a fit for the current code and data would be."""
+    fitted = get_local_analyzer()
+    bundle = store.FittedBundle(
+        models=fitted.models, centre=workflows.background_centre(), word_centre=workflows.background_word_centre()
+    )
+    store.bundle_save(store.store_path(), bundle)
+    return fitted
+
+
+def test_a_stored_fit_is_loaded_and_analyses_as_the_fitted_one(stored, embedder, monkeypatch):
+    monkeypatch.setattr(model, "fit_models", no_fit)
+    loaded = LocalAnalyzer(models=store.fitted_models(embedder), embedder=embedder)
+    assert loaded.models is not stored.models
+    assert loaded.models.steering.embedder is embedder
+    for text in MESSAGES:
+        assert loaded.analyze(AnalyzerInput(current_message=text)) == stored.analyze(
+            AnalyzerInput(current_message=text)
+        )
+
+
+def test_a_changed_data_file_is_another_digest_and_is_fitted_again(stored, cache_dir, embedder, monkeypatch, tmp_path):
+    before = store.fit_digest()
+    data = tmp_path / "labelled_messages.jsonl"
+    shutil.copy(model.DATA, data)
+    monkeypatch.setattr(store, "_SOURCES", tuple(data if p == model.DATA else p for p in store._SOURCES))
+    assert store.fit_digest() == before  # the same bytes elsewhere: the same fit
+    with data.open("a") as handle:
+        handle.write('{"text": "Use British spelling.", "type": "preference", "category": "output"}\n')
+    assert store.fit_digest() != before
+    monkeypatch.setattr(model, "fit_models", lambda *args, **kwargs: "refitted")
+    assert store.fitted_models(embedder) == "refitted"
+    # The new fit is stored under the new digest; the stale file is gone.
+    assert [p.name for p in cache_dir.iterdir()] == [f"local-{store.fit_digest()}.pickle"]
+
+
+def test_an_unreadable_file_is_fitted_over(cache_dir, embedder, monkeypatch):
+    path = store.store_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a pickle")
+    monkeypatch.setattr(model, "fit_models", lambda *args, **kwargs: "refitted")
+    assert store.fitted_models(embedder) == "refitted"
+    assert store.bundle_load(path).models == "refitted"
+
+
+def test_the_store_off_or_another_embedder_always_fits(stored, settings, embedder, monkeypatch):
+    monkeypatch.setattr(model, "fit_models", no_fit)
+
+    class OtherEmbedder:
+        dimensions = 384
+
+    with pytest.raises(Refit):
+        store.fitted_models(OtherEmbedder())  # vectors of another model: the stored fit does not apply
+    settings.ANALYZER_CACHE_DIR = ""
+    with pytest.raises(Refit):
+        store.fitted_models(embedder)
