@@ -7,6 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
+from django.utils.encoding import escape_uri_path
 
 from config import request_id
 from config.exceptions import error_body
@@ -44,7 +45,8 @@ class ApiAliasMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if request.path.startswith(ALIAS_PREFIX):
-            successor = API_V1_PREFIX + request.path[len(ALIAS_PREFIX) :]
+            # Percent-encoded as a URI: the path is the client's, and a header holds no CR, LF or ">".
+            successor = escape_uri_path(API_V1_PREFIX + request.path[len(ALIAS_PREFIX) :])
             response["Deprecation"] = "true"
             response["Link"] = f'<{successor}>; rel="successor-version"'
         return response

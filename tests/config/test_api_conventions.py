@@ -109,6 +109,20 @@ def test_the_alias_still_serves_and_names_its_successor(world):
     assert created["Link"] == '</api/v1/preferences>; rel="successor-version"'
 
 
+@pytest.mark.parametrize(
+    ("path", "successor"),
+    [
+        ("/api/pdb/v1/reggie/%0d%0aSet-Cookie:%20x=1", "/api/v1/%0D%0ASet-Cookie:%20x%3D1"),
+        ("/api/pdb/v1/reggie/a%3E;%20rel=x", "/api/v1/a%3E%3B%20rel%3Dx"),
+    ],
+)
+def test_the_alias_link_holds_the_path_encoded(world, path, successor):
+    response = world.client("owner").get(path)
+    assert response.status_code == 404
+    assert response["Link"] == f'<{successor}>; rel="successor-version"'
+    assert not response.has_header("Set-Cookie")
+
+
 def test_the_documented_mount_is_not_marked(world):
     response = world.client("owner").get("/api/v1/preferences")
     assert not response.has_header("Deprecation")
