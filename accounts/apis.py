@@ -13,8 +13,9 @@ from accounts.actors import Actor
 from accounts.models import ApiKey, Project
 from accounts.selectors import api_key_list, project_list
 from accounts.services import api_key_create, api_key_projects_set, api_key_revoke
-from config.api import StrictCharField, StrictInputSerializer
+from config.api import ChoiceField, OnBehalfOf, StrictCharField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
+from config.schema import error_example
 
 
 class MeOutputSerializer(serializers.Serializer):
@@ -28,7 +29,13 @@ class MeOutputSerializer(serializers.Serializer):
 
 
 class MeApi(APIView):
-    @extend_schema(responses=MeOutputSerializer, summary="Who this request acts as")
+    @extend_schema(
+        responses=MeOutputSerializer,
+        summary="Who this request acts as",
+        description="The user the request acts as (the key's owner, the session's user, or the user a service "
+        "key names with X-On-Behalf-Of; null for a service key acting as itself), whether that is a staff "
+        "admin, and which key was used. A quick way to check a key and an X-On-Behalf-Of header.",
+    )
     def get(self, request: Request) -> Response:
         actor = Actor.from_request(request)
         user = actor.user
@@ -54,7 +61,12 @@ class ProjectOutputSerializer(serializers.Serializer):
 
 
 class ProjectListApi(APIView):
-    @extend_schema(responses=ProjectOutputSerializer(many=True), summary="Projects you can see")
+    @extend_schema(
+        responses=ProjectOutputSerializer(many=True),
+        summary="Projects you can see",
+        description="The projects the caller belongs to (staff admins and a service key acting as itself: all "
+        "of them, within the key's project limit). Their slugs are what `project` fields take.",
+    )
     def get(self, request: Request) -> Response:
         projects = project_list(actor=Actor.from_request(request))
         return Response(ProjectOutputSerializer(projects, many=True).data)
@@ -69,7 +81,7 @@ def projects_from_slugs(slugs: list[str]) -> list[Project]:
 
 class ApiKeyInputSerializer(StrictInputSerializer):
     name = StrictCharField(max_length=100)
-    kind = serializers.ChoiceField(choices=ApiKey.Kind.choices, default=ApiKey.Kind.USER)
+    kind = ChoiceField(choices=ApiKey.Kind.choices, default=ApiKey.Kind.USER)
     projects = serializers.ListField(
         child=StrictCharField(max_length=100),
         max_length=1000,
@@ -107,16 +119,28 @@ class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
     key = serializers.CharField(help_text="The raw key. Shown this once; only its digest is stored.")
 
 
+SERVICE_KEYS_REFUSED = "Service keys cannot manage API keys."
+STAFF_ONLY_LIMITS = "Only staff admins limit service keys to projects."
+
+
 def _human_actor(request: Request) -> Actor:
     """Key management is for people: a service key cannot mint or revoke keys."""
     actor = Actor.from_request(request)
     if actor.is_service_key or actor.user is None:
-        raise AccessDenied("Service keys cannot manage API keys.")
+        raise AccessDenied(SERVICE_KEYS_REFUSED)
     return actor
 
 
 class ApiKeyListCreateApi(APIView):
-    @extend_schema(responses=ApiKeyOutputSerializer(many=True), summary="Your API keys (admins: all keys)")
+    on_behalf_of = OnBehalfOf.REFUSED
+    error_examples = [error_example(403, "permission_denied", SERVICE_KEYS_REFUSED)]
+
+    @extend_schema(
+        responses=ApiKeyOutputSerializer(many=True),
+        summary="Your API keys (admins: all keys)",
+        description="Every key you own with its prefix, kind, project limit and last use (staff admins: every "
+        "key). Raw keys are never shown again after their creation.",
+    )
     def get(self, request: Request) -> Response:
         return Response(ApiKeyOutputSerializer(api_key_list(actor=_human_actor(request)), many=True).data)
 
@@ -124,6 +148,9 @@ class ApiKeyListCreateApi(APIView):
         request=ApiKeyInputSerializer,
         responses={201: ApiKeyCreatedOutputSerializer},
         summary="Create an API key; the raw key is in this response only",
+        description="A user key acts as you. A service key (`kind: service`, staff admins only) is the "
+        "assistant backend's: it writes for anyone and acts for a user named with X-On-Behalf-Of; `projects` "
+        "limits it to those projects. Only the key's SHA-256 digest is stored: keep `key` from this answer.",
     )
     def post(self, request: Request) -> Response:
         actor = _human_actor(request)
@@ -137,7 +164,16 @@ class ApiKeyListCreateApi(APIView):
 
 
 class ApiKeyRevokeApi(APIView):
-    @extend_schema(request=None, responses=ApiKeyOutputSerializer, summary="Revoke an API key")
+    on_behalf_of = OnBehalfOf.REFUSED
+    error_examples = [error_example(403, "permission_denied", SERVICE_KEYS_REFUSED)]
+
+    @extend_schema(
+        request=None,
+        responses=ApiKeyOutputSerializer,
+        summary="Revoke an API key",
+        description="One of your keys (staff admins: any) stops working at once; its row stays, with "
+        "`revoked_at`. Revoking a revoked key changes nothing.",
+    )
     def post(self, request: Request, key_id: str) -> Response:
         key = api_key_list(actor=_human_actor(request)).filter(pk=key_id).first()
         if key is None:
@@ -146,15 +182,23 @@ class ApiKeyRevokeApi(APIView):
 
 
 class ApiKeyProjectsApi(APIView):
+    on_behalf_of = OnBehalfOf.REFUSED
+    error_examples = [
+        error_example(403, "permission_denied", STAFF_ONLY_LIMITS, name="not_staff"),
+        error_example(403, "permission_denied", SERVICE_KEYS_REFUSED, name="service_key"),
+    ]
+
     @extend_schema(
         request=ApiKeyProjectsInputSerializer,
         responses=ApiKeyOutputSerializer,
         summary="Limit a service key to projects (staff admins)",
+        description="Replaces the key's project limit: it then reads and writes project data of these projects "
+        "only (acting as itself: nothing outside them). An empty list lifts the limit.",
     )
     def put(self, request: Request, key_id: str) -> Response:
         actor = _human_actor(request)
         if not actor.is_admin:
-            raise AccessDenied("Only staff admins limit service keys to projects.")
+            raise AccessDenied(STAFF_ONLY_LIMITS)
         key = api_key_list(actor=actor).filter(pk=key_id).first()
         if key is None:
             raise NotFound("No such API key.")

@@ -11,8 +11,10 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
+            "bearerFormat": "llk_<prefix>_<secret>",
             "description": (
-                "`Authorization: Bearer <api key>`. A service key may add "
-                "`X-On-Behalf-Of: <external user id>` to act for that user."
+                "`Authorization: Bearer <api key>` (in the docs' Authorize dialog, paste the key alone). A user "
+                "key acts as its owner. A service key acts as itself, or for a user named by "
+                "`X-On-Behalf-Of: <external user id>`, with that user's rights."
             ),
         }

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC
-from typing import Any
+from enum import StrEnum
+from typing import Any, NoReturn
 
 import django_filters
 from django import forms
@@ -35,6 +37,52 @@ class StrictBooleanField(serializers.BooleanField):
         if not isinstance(data, bool):
             self.fail("invalid", input=data)
         return data
+
+
+_SHOWN_INPUT = 80  # characters of a refused value repeated in its error
+
+
+def invalid_choice_message(value: Any, choices: Iterable[Any]) -> str:
+    """The refusal of a value outside an enumeration, listing the accepted values: used by every choice
+    field (``ChoiceField``) and choice filter (``filter_queryset``) of the API."""
+    shown = str(value)
+    if len(shown) > _SHOWN_INPUT:
+        shown = shown[: _SHOWN_INPUT - 1] + "…"
+    accepted = ", ".join(str(choice) for choice in choices if choice != "")
+    return f'"{shown}" is not a valid choice. Choose one of: {accepted}.'
+
+
+class ChoiceField(serializers.ChoiceField):
+    """DRF's ChoiceField, whose refusal lists the accepted values ("'meh' is not a valid choice. Choose
+    one of: positive, negative, ..."). Every API serializer uses this one (a test holds them to it)."""
+
+    def fail(self, key: str, **kwargs: Any) -> NoReturn:
+        if key == "invalid_choice":
+            message = invalid_choice_message(kwargs.get("input", ""), self.choices)
+            raise serializers.ValidationError(message, code=key)
+        super().fail(key, **kwargs)
+
+
+class OnBehalfOf(StrEnum):
+    """What ``X-On-Behalf-Of`` means to an operation (a view's ``on_behalf_of``; the schema documents it).
+
+    Authentication reads the header on every request; the view decides whether it makes sense there."""
+
+    OPTIONAL = "optional"  # a service key acts as itself, or for the user it names
+    REQUIRED = "required"  # the user's own data: a service key must name the user
+    REFUSED = "refused"  # for people only (staff review, key management): never a service key's
+
+
+IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
+
+
+def idempotency_from_header(request: Request, payload: Any, field: str = "idempotency_key") -> Any:
+    """The body, with the ``Idempotency-Key`` header as its ``field`` when the body has none (a view that
+    reads it names the field as its ``idempotency_field``, so the schema documents the header)."""
+    header = request.META.get(IDEMPOTENCY_HEADER)
+    if header and isinstance(payload, dict) and not payload.get(field):
+        payload = {**payload, field: header}
+    return payload
 
 
 class StrictInputSerializer(serializers.Serializer):
@@ -119,7 +167,7 @@ def filter_queryset(filterset_class: type[django_filters.FilterSet], request: Re
     """Apply a FilterSet to a queryset; invalid filter values are a 400 naming the parameter."""
     filterset = filterset_class(request.query_params, queryset=queryset, request=request)
     if not filterset.is_valid():
-        raise serializers.ValidationError(filterset.errors)
+        raise serializers.ValidationError(_filter_errors(filterset))
     # django-filter reads an empty value, or a boolean it cannot read, as "no filter"; for a typed
     # parameter that is a value the schema does not allow, so it is refused rather than ignored.
     refused: dict[str, list[str]] = {}
@@ -132,6 +180,23 @@ def filter_queryset(filterset_class: type[django_filters.FilterSet], request: Re
     if refused:
         raise serializers.ValidationError(refused)
     return filterset.qs
+
+
+def _filter_errors(filterset: django_filters.FilterSet) -> dict[str, list[str]]:
+    """The filter form's errors by parameter; a value outside a choice filter's choices lists them."""
+    errors: dict[str, list[str]] = {}
+    for name, problems in filterset.form.errors.as_data().items():
+        field = filterset.form.fields.get(name)
+        messages: list[str] = []
+        for problem in problems:
+            if problem.code == "invalid_choice" and isinstance(field, forms.ChoiceField):
+                value = (problem.params or {}).get("value", "")
+                choices: Iterable[tuple[Any, Any]] = field.choices  # type: ignore[assignment]  # a list here
+                messages.append(invalid_choice_message(value, [choice for choice, _ in choices]))
+            else:
+                messages.extend(problem.messages)
+        errors[name] = messages
+    return errors
 
 
 MAX_BIGINT = 2**63 - 1

@@ -1,8 +1,10 @@
 """Domain errors and the API's one error shape.
 
-Every error response of the API is ``{"error": {"code", "message", "fields"}}``, where
-``fields`` maps each offending input field to its messages, so a client always learns
-which field was wrong. The handlers that render them are in ``config.handlers``.
+Every error response of the API is ``{"error": {"code", "message", "fields", "request_id"}}``,
+where ``fields`` maps each offending input field to its messages, so a client always learns
+which field was wrong, and ``request_id`` is the id of the request (also its ``X-Request-ID``
+header; ``config.request_id``) that support finds it by in the logs. The handlers that render
+them are in ``config.handlers``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import exceptions, status
+
+from config.request_id import current_request_id, new_request_id
 
 
 class ApplicationError(Exception):
@@ -65,7 +69,9 @@ class PayloadTooLarge(exceptions.APIException):
 
 
 def error_body(code: str, message: str, fields: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "fields": fields or {}, **extra}}
+    """The one error shape, with the id of the request being served (a new one outside a request)."""
+    request_id = current_request_id() or new_request_id()
+    return {"error": {"code": code, "message": message, "fields": fields or {}, **extra, "request_id": request_id}}
 
 
 def flatten_errors(detail: Any) -> Any:

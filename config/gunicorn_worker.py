@@ -10,6 +10,7 @@ gunicorn's handling.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from gunicorn import util
@@ -20,22 +21,26 @@ from gunicorn.workers.gthread import ThreadWorker
 REQUEST_LINE_LIMIT = 8190
 
 
-def uri_too_long_error(limit: int) -> dict[str, Any]:
+def uri_too_long_error(limit: int, request_id: str) -> dict[str, Any]:
     """The body of the 414 for a request line over ``limit`` bytes."""
     message = (
         f"The request line (method, path and query string) is over {limit} bytes; "
         "send long values in a request body instead."
     )
-    return {"error": {"code": "uri_too_long", "message": message, "fields": {"url": [message]}}}
+    return {
+        "error": {"code": "uri_too_long", "message": message, "fields": {"url": [message]}, "request_id": request_id}
+    }
 
 
-def uri_too_long_response(limit: int) -> bytes:
-    """The raw HTTP 414 answer (status line, headers, JSON body) for a request line over ``limit`` bytes."""
-    body = json.dumps(uri_too_long_error(limit))
+def uri_too_long_response(limit: int, request_id: str) -> bytes:
+    """The raw HTTP 414 answer (status line, headers, JSON body) for a request line over ``limit`` bytes.
+    The request was never read, so its id is always a new one (as ``config.request_id`` makes them)."""
+    body = json.dumps(uri_too_long_error(limit, request_id))
     head = (
         "HTTP/1.1 414 URI Too Long\r\n"
         "Connection: close\r\n"
         "Content-Type: application/json\r\n"
+        f"X-Request-ID: {request_id}\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return (head + body).encode("ascii")
@@ -50,8 +55,9 @@ class ApiThreadWorker(ThreadWorker):
             return
         # What gunicorn does for this error, but for the body: the request line was never parsed, so
         # there is no request to write to the access log.
-        self.log.warning(f"Invalid request from ip={(addr or ('',))[0]}: {exc}")
+        request_id = uuid.uuid4().hex
+        self.log.warning(f"Invalid request from ip={(addr or ('',))[0]} (request id {request_id}): {exc}")
         try:
-            util.write_nonblock(client, uri_too_long_response(self.cfg.limit_request_line))
+            util.write_nonblock(client, uri_too_long_response(self.cfg.limit_request_line, request_id))
         except Exception:  # noqa: BLE001 - the client may be gone; gunicorn ignores this failure too
             self.log.debug("Failed to send error message.")

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.urls import is_valid_path
+from django.urls import is_valid_path, resolve
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
@@ -27,6 +27,9 @@ from config.exceptions import ApplicationError, PayloadTooLarge, error_body, fla
 from config.parsers import JSONParseError
 
 API_PREFIX = "/api/"
+# The one documented mount, and the source design's alias of its learning routes (config/urls.py).
+API_V1_PREFIX = "/api/v1/"
+ALIAS_PREFIX = "/api/pdb/v1/reggie/"
 
 
 def _first_message(fields: Any) -> str:
@@ -60,11 +63,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if response is None:
         return None
     if isinstance(exc, exceptions.ValidationError):
-        fields = flatten_errors(exc.detail)
-        if isinstance(fields, list):
-            fields = {"non_field_errors": fields}
-        message = _first_message(fields) or "Invalid input."
-        response.data = error_body("invalid", message, fields)
+        response.data = validation_error_body(exc.detail)
     elif isinstance(exc, exceptions.ParseError):
         message = str(exc.detail)
         field = exc.path if isinstance(exc, JSONParseError) and exc.path else "body"
@@ -79,6 +78,15 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
+def validation_error_body(detail: Any) -> dict[str, Any]:
+    """The 400 body of a validation error: each field's messages, the first of them as the message."""
+    fields = flatten_errors(detail)
+    if isinstance(fields, list):
+        fields = {"non_field_errors": fields}
+    message = _first_message(fields) or "Invalid input."
+    return error_body("invalid", message, fields)
+
+
 def is_api_request(request: HttpRequest) -> bool:
     return request.path.startswith(API_PREFIX)
 
@@ -88,21 +96,31 @@ def _too_large_message() -> str:
 
 
 def _other_slash(request: HttpRequest) -> str | None:
-    """The same path with its trailing slash added or removed, if that one is a route."""
+    """The same path with its trailing slash added or removed, if that one is a route (other than the
+    catch-all JSON 404 of unknown API paths)."""
     path = request.path_info
     other = path[:-1] if path.endswith("/") else f"{path}/"
-    if other and is_valid_path(other, getattr(request, "urlconf", None)):
+    urlconf = getattr(request, "urlconf", None)
+    if other and is_valid_path(other, urlconf) and resolve(other, urlconf).func is not api_route_not_found:
         return request.path[: len(request.path) - len(path)] + other
     return None
 
 
+def not_found_message(other: str | None) -> str:
+    """The API's 404 for a path that is no route; ``other``: the route a slash away, if there is one."""
+    return f"No such endpoint. Did you mean {other}?" if other else "No such endpoint."
+
+
 def json_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """404 for paths that match no route: JSON under /api/ (naming the route a slash away), a page elsewhere."""
+    """404 for paths that match no route: JSON under /api/ (naming the route a slash away: every API path
+    is written without a trailing slash, and the other form is never redirected), a page elsewhere."""
     if not is_api_request(request):
         return defaults.page_not_found(request, exception)
     other = _other_slash(request)
-    message = f"No such endpoint; did you mean {other}?" if other else "No such endpoint."
-    return JsonResponse(error_body("not_found", message), status=404)
+    message = not_found_message(other)
+    if other is None:
+        return JsonResponse(error_body("not_found", message), status=404)
+    return JsonResponse(error_body("not_found", message, {"path": [message]}, did_you_mean=other), status=404)
 
 
 @csrf_exempt  # nothing here to protect, and a CSRF refusal would hide the 404 behind an HTML 403

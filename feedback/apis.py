@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -18,13 +18,16 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import (
+    ChoiceField,
     NewestFirstCursorPagination,
     StrictCharField,
     StrictInputSerializer,
     filterset_parameters,
+    idempotency_from_header,
     paginated_list,
 )
 from config.exceptions import flatten_errors
+from config.schema import error_example, error_value
 from feedback.conf import feedback_settings
 from feedback.filters import FeedbackEventFilter, TaskFeedbackFilter
 from feedback.models import EventFamily, FeedbackEvent, Signal, TaskFeedback
@@ -34,7 +37,6 @@ from feedback.services.bulk import BulkWriteError, events_record_bulk
 from feedback.services.events import EventInput, event_record
 from feedback.services.task_feedback import task_feedback_record
 
-IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
 _EVENT_INPUT_FIELDS = {f.name for f in dataclass_fields(EventInput)}
 
 
@@ -44,8 +46,8 @@ def _text(max_length: int, **kwargs) -> StrictCharField:
 
 class EventInputSerializer(StrictInputSerializer):
     event_type = StrictCharField(max_length=100)
-    event_family = serializers.ChoiceField(choices=EventFamily.choices)
-    signal = serializers.ChoiceField(choices=Signal.choices)
+    event_family = ChoiceField(choices=EventFamily.choices)
+    signal = ChoiceField(choices=Signal.choices)
     user_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     project = StrictCharField(
         required=False, allow_null=True, allow_blank=True, max_length=100, help_text="Project slug."
@@ -195,11 +197,45 @@ class PlainAcceptNegotiation(DefaultContentNegotiation):
         return super().select_renderer(request, listed, format_suffix)
 
 
-def _idempotency_from_header(request: Request, payload: Any) -> Any:
-    header = request.META.get(IDEMPOTENCY_HEADER)
-    if header and isinstance(payload, dict) and not payload.get("idempotency_key"):
-        payload = {**payload, "idempotency_key": header}
-    return payload
+EVENT_EXAMPLE = {
+    "event_type": "answer_copied",
+    "event_family": "assistant_response",
+    "signal": "positive",
+    "project": "demo",
+    "session_id": "chat-42",
+    "subject_type": "response",
+    "subject_id": "resp-7f3a",
+    "surface": "chat",
+    "metadata": {"model": "gpt-4.1-mini"},
+    "idempotency_key": "evt-2026-12-01-0001",
+}
+EVENT_OUTPUT_EXAMPLE = {
+    "id": "dd1433b7-ac7b-48da-b71c-04a1fe6d30e5",
+    "created_at": "2026-12-01T21:32:59.471845Z",
+    "user_id": 2,
+    "project": "demo",
+    "target_id": "",
+    "session_id": "chat-42",
+    "source_table": "",
+    "source_record_id": "",
+    "event_type": "answer_copied",
+    "event_family": "assistant_response",
+    "surface": "chat",
+    "subject_type": "response",
+    "subject_id": "resp-7f3a",
+    "signal": "positive",
+    "reason_category": "",
+    "free_text": "",
+    "before_snapshot": {},
+    "after_snapshot": {},
+    "source_context": {},
+    "metadata": {"model": "gpt-4.1-mini"},
+    "private": False,
+    "idempotency_key": "evt-2026-12-01-0001",
+}
+EVENT_KEY_REUSED = (
+    "idempotency_key 'evt-2026-12-01-0001' was already used for a different event (field signal differs)."
+)
 
 
 class FeedbackEventListCreateApi(APIView):
@@ -207,15 +243,31 @@ class FeedbackEventListCreateApi(APIView):
 
     pagination_class = NewestFirstCursorPagination
     content_negotiation_class = PlainAcceptNegotiation
+    idempotency_field = "idempotency_key"
 
     @extend_schema(
         request=EventInputSerializer,
-        responses={201: EventOutputSerializer, 200: EventOutputSerializer},
-        parameters=[OpenApiParameter("Idempotency-Key", location=OpenApiParameter.HEADER, required=False)],
-        summary="Append one feedback event (200 with the original event for a repeated idempotency key)",
+        responses={
+            201: OpenApiResponse(EventOutputSerializer, description="The event, stored."),
+            200: OpenApiResponse(
+                EventOutputSerializer, description="A repeated idempotency key: the original event, stored before."
+            ),
+        },
+        summary="Append one feedback event",
+        description="One signal from any surface (a thumbs, an edit, a copy, a tool outcome...) into the "
+        "append-only stream. `event_family` and `signal` are enumerations (the database enforces them); "
+        "everything else is free text or JSON. A service key acting as itself may name the event's user with "
+        "`user_id`; a user writes only as themself and into their projects. `private: true` (and the "
+        "`user_preference` family) keeps the event to its owner and admins.",
+        examples=[
+            OpenApiExample("A copied answer", value=EVENT_EXAMPLE, request_only=True),
+            OpenApiExample("Stored", value=EVENT_OUTPUT_EXAMPLE, response_only=True, status_codes=["201"]),
+            OpenApiExample("Replayed", value=EVENT_OUTPUT_EXAMPLE, response_only=True, status_codes=["200"]),
+            error_example(409, "conflict", EVENT_KEY_REUSED, field="idempotency_key", name="key_reused"),
+        ],
     )
     def post(self, request: Request) -> Response:
-        validated = _event_validated(_idempotency_from_header(request, request.data))
+        validated = _event_validated(idempotency_from_header(request, request.data))
         write = event_record(actor=Actor.from_request(request), data=EventInputSerializer.event_input(validated))
         return Response(
             EventOutputSerializer(write.event).data,
@@ -226,7 +278,10 @@ class FeedbackEventListCreateApi(APIView):
     @extend_schema(
         parameters=filterset_parameters(FeedbackEventFilter),
         responses=EventOutputSerializer(many=True),
-        summary="List feedback events you may read (cursor pagination, newest first)",
+        summary="List feedback events you may read",
+        description="Newest first, one cursor page at a time (follow `next`). Admins and a service key acting "
+        "as itself read everything (within its projects); a user reads their own events and the non-private "
+        "events of their projects. Filters combine with AND.",
     )
     def get(self, request: Request) -> Response:
         return paginated_list(
@@ -238,6 +293,24 @@ class FeedbackEventListCreateApi(APIView):
         )
 
 
+BULK_INVALID = error_value(
+    "invalid",
+    "1 of 2 events are invalid; nothing was written.",
+    {"events": ["item 1 is invalid"]},
+    items=[
+        {
+            "index": 1,
+            "fields": {
+                "signal": [
+                    '"meh" is not a valid choice. Choose one of: positive, negative, corrected, accepted, ignored, '
+                    "completed, failed, needs_review, stale, conflicting."
+                ]
+            },
+        }
+    ],
+)
+
+
 class FeedbackEventBulkApi(APIView):
     """Append up to FEEDBACK_BULK_MAX_EVENTS events in one transaction: all or nothing."""
 
@@ -245,8 +318,51 @@ class FeedbackEventBulkApi(APIView):
 
     @extend_schema(
         request=EventBulkInputSerializer,
-        responses={201: EventBulkOutputSerializer},
-        summary="Append many feedback events atomically, with a per-item error report",
+        responses={201: OpenApiResponse(EventBulkOutputSerializer, description="Every event stored (or replayed).")},
+        summary="Append many feedback events at once, all or nothing",
+        description="Up to 1,000 events in one transaction: all are stored, or none and a 400 whose `items` "
+        "lists each invalid event by `index` with its `fields`. Each event is what `POST /feedback/events` "
+        "takes; an event whose `idempotency_key` is already stored counts as `replayed` (same payload) or "
+        "fails the request with a 409 (different payload).",
+        examples=[
+            OpenApiExample(
+                "Two events",
+                value={
+                    "events": [
+                        {
+                            "event_type": "chunk_cited",
+                            "event_family": "retrieval",
+                            "signal": "positive",
+                            "project": "demo",
+                            "subject_type": "chunk",
+                            "subject_id": "handbook-expenses#0",
+                            "idempotency_key": "bulk-1-a",
+                        },
+                        {
+                            "event_type": "draft_edited",
+                            "event_family": "tool_action",
+                            "signal": "corrected",
+                            "project": "demo",
+                            "surface": "email_drafts",
+                            "free_text": "Shortened the greeting",
+                            "idempotency_key": "bulk-1-b",
+                        },
+                    ]
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Stored",
+                value={
+                    "created": 2,
+                    "replayed": 0,
+                    "ids": ["7c1e5a2b-4d3f-4e8a-9b6c-1d2e3f4a5b6c", "0a9b8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d"],
+                },
+                response_only=True,
+                status_codes=["201"],
+            ),
+            OpenApiExample("One invalid event", value=BULK_INVALID, response_only=True, status_codes=["400"]),
+        ],
     )
     def post(self, request: Request) -> Response:
         outer = EventBulkInputSerializer(data=request.data)
@@ -275,7 +391,11 @@ class FeedbackEventBulkApi(APIView):
 
 
 class FeedbackEventDetailApi(APIView):
-    @extend_schema(responses=EventOutputSerializer, summary="One feedback event (404 if you may not read it)")
+    @extend_schema(
+        responses=EventOutputSerializer,
+        summary="One feedback event",
+        description="An event you may read, by id; one you may not read is a 404, as if it did not exist.",
+    )
     def get(self, request: Request, event_id: str) -> Response:
         event = event_get(actor=Actor.from_request(request), event_id=event_id)
         if event is None:
@@ -285,7 +405,7 @@ class FeedbackEventDetailApi(APIView):
 
 class TaskFeedbackInputSerializer(StrictInputSerializer):
     task_snapshot = serializers.DictField(allow_empty=False, help_text="The generated task as the user saw it.")
-    rating = serializers.ChoiceField(choices=TaskFeedback.Rating.choices)
+    rating = ChoiceField(choices=TaskFeedback.Rating.choices)
     reason = _text(feedback_settings.FEEDBACK_MAX_TEXT_CHARS)
     completed = serializers.BooleanField(required=False, default=False)
     project = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=100)
@@ -306,18 +426,69 @@ class TaskFeedbackOutputSerializer(serializers.Serializer):
     promoted = serializers.BooleanField()
 
 
+TASK_RATING_EXAMPLE = {
+    "task_snapshot": {
+        "id": "task-311",
+        "title": "Send the Q3 numbers to finance",
+        "description": "Export the revenue sheet and email it to finance before Friday.",
+    },
+    "rating": "good",
+    "reason": "Clear owner and deadline",
+    "completed": True,
+    "project": "demo",
+    "idempotency_key": "task-311-rating",
+}
+TASK_RATING_OUTPUT_EXAMPLE = {
+    "id": "19ff93dc-5f2e-4312-ac45-af8357dd7cc3",
+    "created_at": "2026-12-01T21:32:59.738376Z",
+    "user_id": 2,
+    "project": "demo",
+    "task_snapshot": {
+        "id": "task-311",
+        "title": "Send the Q3 numbers to finance",
+        "description": "Export the revenue sheet and email it to finance before Friday.",
+    },
+    "rating": "good",
+    "reason": "Clear owner and deadline",
+    "completed": True,
+    "promoted": False,
+}
+
+
 class TaskFeedbackListCreateApi(APIView):
     """Rate a generated task (good/bad, with a reason); the rating is also appended to the event stream."""
 
     pagination_class = NewestFirstCursorPagination
+    idempotency_field = "idempotency_key"
 
     @extend_schema(
         request=TaskFeedbackInputSerializer,
-        responses={201: TaskFeedbackOutputSerializer, 200: TaskFeedbackOutputSerializer},
+        responses={
+            201: OpenApiResponse(TaskFeedbackOutputSerializer, description="The rating, stored."),
+            200: OpenApiResponse(
+                TaskFeedbackOutputSerializer, description="A repeated idempotency key: the original rating."
+            ),
+        },
         summary="Rate a generated task",
+        description="Good or bad, with a reason, on the task as the user saw it (`task_snapshot`); mirrored "
+        "into the event stream as a `task_generation` event in the same transaction. A completed task rated "
+        "good becomes a task-example candidate at the next scan. A service key names the user with "
+        "X-On-Behalf-Of or `user_id`.",
+        examples=[
+            OpenApiExample("A good task", value=TASK_RATING_EXAMPLE, request_only=True),
+            OpenApiExample("Stored", value=TASK_RATING_OUTPUT_EXAMPLE, response_only=True, status_codes=["201"]),
+            OpenApiExample("Replayed", value=TASK_RATING_OUTPUT_EXAMPLE, response_only=True, status_codes=["200"]),
+            error_example(
+                409,
+                "conflict",
+                "idempotency_key 'task-311-rating' was already used for a different event (field signal differs).",
+                field="idempotency_key",
+                name="key_reused",
+            ),
+        ],
     )
     def post(self, request: Request) -> Response:
-        serializer = TaskFeedbackInputSerializer(data=_idempotency_from_header(request, request.data))
+        serializer = TaskFeedbackInputSerializer(data=idempotency_from_header(request, request.data))
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         feedback, created = task_feedback_record(
@@ -334,12 +505,14 @@ class TaskFeedbackListCreateApi(APIView):
         return Response(
             TaskFeedbackOutputSerializer(feedback).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+            headers={} if created else {"Idempotent-Replayed": "true"},
         )
 
     @extend_schema(
         parameters=filterset_parameters(TaskFeedbackFilter),
         responses=TaskFeedbackOutputSerializer(many=True),
         summary="List task ratings you may read",
+        description="Newest first, cursor-paginated, under the same access rules as the events they mirror.",
     )
     def get(self, request: Request) -> Response:
         return paginated_list(
@@ -352,7 +525,11 @@ class TaskFeedbackListCreateApi(APIView):
 
 
 class TaskFeedbackDetailApi(APIView):
-    @extend_schema(responses=TaskFeedbackOutputSerializer, summary="One task rating")
+    @extend_schema(
+        responses=TaskFeedbackOutputSerializer,
+        summary="One task rating",
+        description="A rating you may read, by id (404 otherwise); `promoted` says whether it became a task example.",
+    )
     def get(self, request: Request, feedback_id: str) -> Response:
         feedback = task_feedback_get(actor=Actor.from_request(request), feedback_id=feedback_id)
         if feedback is None:

@@ -29,7 +29,7 @@ from rest_framework import serializers
 from rest_framework.fields import _UnvalidatedField, empty
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
-from config.api import StrictCharField, StrictInputSerializer
+from config.api import ChoiceField, StrictCharField, StrictInputSerializer
 
 _DECLINE = object()  # "not sure": the serializer decides
 
@@ -133,6 +133,7 @@ def _json_check(field: serializers.JSONField) -> Check:
 # Exact classes only: a subclass may change any step.
 _CHECKS: dict[type, Callable[[Any], Check]] = {
     StrictCharField: _text_check,
+    ChoiceField: _choice_check,  # refusals differ only in wording, which the serializer writes
     serializers.ChoiceField: _choice_check,
     serializers.IntegerField: _integer_check,
     serializers.BooleanField: _boolean_check,

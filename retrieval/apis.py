@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from config.api import StrictCharField, StrictInputSerializer
+from config.api import ChoiceField, StrictCharField, StrictInputSerializer
+from config.schema import error_example
 from retrieval import exploration, services
 from retrieval.models import OUTCOMES
 
@@ -50,8 +51,49 @@ class ImportOutputSerializer(serializers.Serializer):
 class DocumentImportApi(APIView):
     @extend_schema(
         request=ImportInputSerializer,
-        responses=ImportOutputSerializer,
+        responses={
+            201: OpenApiResponse(ImportOutputSerializer, description="At least one document was new (`created`)."),
+            200: OpenApiResponse(
+                ImportOutputSerializer, description="Every document was known already: updated or unchanged."
+            ),
+        },
         summary="Import documents (unchanged ones cost nothing)",
+        description="Up to 500 documents per request, each by its own `id` (a re-import of the same id "
+        "updates it). Text is chunked by paragraph; a passage already embedded anywhere is not embedded "
+        "again, and a re-imported document keeps every unchanged passage with its chunk id, weights and "
+        "traces. Staff admins and service keys import anywhere; a project's admins into their project.",
+        examples=[
+            OpenApiExample(
+                "One document",
+                value={
+                    "documents": [
+                        {
+                            "id": "handbook-expenses",
+                            "title": "Expenses policy",
+                            "project": "demo",
+                            "raw_text": "Travel expenses are reimbursed within 30 days of submission.\n\n"
+                            "Meals while travelling are covered up to 40 EUR per day; alcohol is never reimbursed.",
+                        }
+                    ]
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Created",
+                value={
+                    "created": 1,
+                    "updated": 0,
+                    "unchanged": 0,
+                    "chunks_embedded": 1,
+                    "chunks_reused": 0,
+                    "chunks_kept": 0,
+                    "chunks_removed": 0,
+                    "weights_orphaned": 0,
+                },
+                response_only=True,
+                status_codes=["201"],
+            ),
+        ],
     )
     def post(self, request: Request) -> Response:
         serializer = ImportInputSerializer(data=request.data)
@@ -62,7 +104,8 @@ class DocumentImportApi(APIView):
             doc["project_slug"] = doc.pop("project", None) or None
             items.append(services.DocumentInput(**doc))
         report = services.documents_import(actor=Actor.from_request(request), items=items)
-        return Response(ImportOutputSerializer(report).data)
+        created = status.HTTP_201_CREATED if report.created else status.HTTP_200_OK
+        return Response(ImportOutputSerializer(report).data, status=created)
 
 
 class SearchInputSerializer(StrictInputSerializer):
@@ -94,6 +137,43 @@ class SearchApi(APIView):
         request=SearchInputSerializer,
         responses=SearchOutputSerializer,
         summary="Semantic search over the documents you may read; the results are traced",
+        description="The `k` best passages for `query` among the documents the caller may read (a `project` "
+        "narrows it to that project's), ranked by similarity times the retrieval weights admins applied. "
+        "Every search is traced: keep `trace_id`, and once the answer is written report which results it "
+        "used with `POST /retrieval/feedback`. Answers 200 (a query; the trace is a side record). A service "
+        "key acting for a user searches with that user's rights.",
+        examples=[
+            OpenApiExample(
+                "A question",
+                value={
+                    "query": "how much can I spend on meals when travelling",
+                    "k": 3,
+                    "project": "demo",
+                    "tool_name": "kb_search",
+                    "session_id": "chat-42",
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Results",
+                value={
+                    "trace_id": "b242ac31-137d-48b6-b034-93d2d8d6e5f5",
+                    "results": [
+                        {
+                            "rank": 1,
+                            "score": 0.5678,
+                            "weight": 1.0,
+                            "chunk_id": "handbook-expenses#0",
+                            "document_id": "handbook-expenses",
+                            "title": "Expenses policy",
+                            "content": "Travel expenses are reimbursed within 30 days of submission.\n\n"
+                            "Meals while travelling are covered up to 40 EUR per day; alcohol is never reimbursed.",
+                        }
+                    ],
+                },
+                response_only=True,
+            ),
+        ],
     )
     def post(self, request: Request) -> Response:
         serializer = SearchInputSerializer(data=request.data)
@@ -110,13 +190,13 @@ class ResultFeedbackSerializer(StrictInputSerializer):
     cited = serializers.BooleanField(required=False, allow_null=True, default=None)
     used_in_answer = serializers.BooleanField(required=False, allow_null=True, default=None)
     user_referenced = serializers.BooleanField(required=False, allow_null=True, default=None)
-    outcome = serializers.ChoiceField(choices=OUTCOMES, required=False, allow_null=True, default=None)
+    outcome = ChoiceField(choices=OUTCOMES, required=False, allow_null=True, default=None)
 
 
 class FeedbackInputSerializer(StrictInputSerializer):
     trace_id = serializers.UUIDField()
     results = ResultFeedbackSerializer(many=True, required=False, default=list)
-    answer_rating = serializers.ChoiceField(choices=["up", "down"], required=False, allow_null=True, default=None)
+    answer_rating = ChoiceField(choices=["up", "down"], required=False, allow_null=True, default=None)
 
 
 class FeedbackOutputSerializer(serializers.Serializer):
@@ -128,6 +208,25 @@ class RetrievalFeedbackApi(APIView):
         request=FeedbackInputSerializer,
         responses=FeedbackOutputSerializer,
         summary="Mark traced results cited / used / referenced, and their outcome",
+        description="After answering with a search's results: which of them the answer cited or used, which "
+        "the user referred to, their `outcome`, and the answer's rating. A downvoted answer marks the results "
+        "it used `unhelpful` and the rest `unknown`. Only your own traces (a service key acting for a user: "
+        "that user's); marking again updates the marks. `updated` counts the results marked.",
+        examples=[
+            OpenApiExample(
+                "The answer used the first result",
+                value={
+                    "trace_id": "b242ac31-137d-48b6-b034-93d2d8d6e5f5",
+                    "results": [
+                        {"chunk_id": "handbook-expenses#0", "cited": True, "used_in_answer": True, "outcome": "helpful"}
+                    ],
+                    "answer_rating": "up",
+                },
+                request_only=True,
+            ),
+            OpenApiExample("Marked", value={"updated": 1}, response_only=True),
+            error_example(404, "not_found", "No such trace.", field="trace_id", name="unknown_trace"),
+        ],
     )
     def post(self, request: Request) -> Response:
         serializer = FeedbackInputSerializer(data=request.data)
@@ -157,6 +256,18 @@ class ProjectSettingsApi(APIView):
         request=ProjectSettingsInputSerializer,
         responses=ProjectSettingsOutputSerializer,
         summary="Set a project's share of explored searches (null: the deployment's default)",
+        description="The share of this project's searches that show a random draw below the top three "
+        "results, so passages ranked just past the page can earn evidence. Staff admins, the project's "
+        "admins, and service keys within their projects.",
+        examples=[
+            error_example(
+                403,
+                "permission_denied",
+                "Only staff admins and the project's admins change its retrieval settings.",
+                field="project",
+                name="not_project_admin",
+            )
+        ],
     )
     def put(self, request: Request, slug: str) -> Response:
         serializer = ProjectSettingsInputSerializer(data=request.data)

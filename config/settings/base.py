@@ -49,6 +49,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestIdMiddleware",  # first: every response carries X-Request-ID
+    "config.middleware.ApiAliasMiddleware",  # /api/pdb/v1/reggie/ answers name their /api/v1/ path
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "config.middleware.CommonMiddleware",  # no slash-appending redirects under /api/
@@ -132,20 +134,45 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Learning layer API",
-    "DESCRIPTION": (
-        "A self-hosted learning layer for LLM assistants: the unified feedback event "
-        "stream, preference, taste and retrieval learning, and the promotion ledger. "
-        "Authenticate with `Authorization: Bearer <api key>`; service keys may act for a "
-        "user named by `X-On-Behalf-Of: <external user id>`."
-    ),
+    "DESCRIPTION": """A self-hosted learning layer for LLM assistants: the unified feedback event stream,
+preference, taste and retrieval learning, the promotion ledger and project intelligence.
+
+**Authenticate** with `Authorization: Bearer <api key>` ("Authorize" above). A *service* key (the
+assistant's backend) acts as itself, or for a user named by `X-On-Behalf-Of: <external user id>` with
+exactly that user's rights; operations about a user's own data (messages, context, preferences...)
+require it with a service key.
+
+**Paths** are all under `/api/v1/` and never end with a slash: `/api/v1/promotions/` is a 404 whose
+message names `/api/v1/promotions` (never a redirect, which would drop a POST's body in many clients).
+The source design's `/api/pdb/v1/reggie/` still serves the preference management routes for existing
+clients; it is an alias of the same routes here, not documented separately, and its answers carry
+`Deprecation: true` and `Link: </api/v1/...>; rel="successor-version"`.
+
+**Creates** answer 201 with the new resource. A retry with the same `Idempotency-Key` (or the body's
+`idempotency_key`/`client_message_id`) answers 200 with the original and `Idempotent-Replayed: true`.
+
+**Errors** always have one shape, `{"error": {"code", "message", "fields", "request_id"}}`: `fields`
+names each offending field, parameter or header (a value outside an enumeration lists the accepted
+ones), and `request_id` is the request's `X-Request-ID` header, which every response carries (send your
+own to correlate). Quote it to support: it is in every log line of that request.""",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     # PATCH bodies are validated whole (their serializers say what is required), not as partial updates.
     "COMPONENT_SPLIT_PATCH": False,
+    # Operation ids and tags are read after /api/v1/ (config/schema.py tags by resource).
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "PREPROCESSING_HOOKS": ["config.schema.exclude_alias_paths"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.schema.describe_tags"],
     "ENUM_NAME_OVERRIDES": {
         "TaskRatingEnum": ["good", "bad"],
         "ResponseRatingEnum": ["down", "up"],
+    },
+    "SWAGGER_UI_SETTINGS": {
+        "deepLinking": True,
+        "filter": True,  # a box that narrows the operations by tag
+        "displayRequestDuration": True,
+        "defaultModelsExpandDepth": 0,
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -192,8 +219,10 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "inte
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Each record names the request it was written for (its X-Request-ID; "-" outside a request).
+    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}, "faiss.loader": {"level": "WARNING"}},
 }

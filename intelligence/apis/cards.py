@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from config.api import StrictCharField, StrictInputSerializer
+from config.api import ChoiceField, StrictCharField, StrictInputSerializer, idempotency_from_header
 from intelligence import selectors
 from intelligence.models import InsightCard, InsightCardEvidence
 from intelligence.services.cards import (
@@ -88,14 +88,19 @@ def card_output(card: InsightCard) -> dict[str, Any]:
 
 
 class CardDetailApi(APIView):
-    @extend_schema(responses=CardOutputSerializer, summary="A card with its evidence and source links")
+    @extend_schema(
+        responses=CardOutputSerializer,
+        summary="A card with its evidence and source links",
+        description="An insight card of a project you may read: its summary, owner, due date, confidence and "
+        "each piece of evidence with an excerpt and a link to its source.",
+    )
     def get(self, request: Request, card_id: str) -> Response:
         _, card = _card(request, card_id, with_evidence=True)
         return Response(card_output(card))
 
 
 class CardFeedbackInputSerializer(StrictInputSerializer):
-    signal = serializers.ChoiceField(choices=list(FEEDBACK_SIGNALS))
+    signal = ChoiceField(choices=list(FEEDBACK_SIGNALS))
     target = StrictCharField(required=False, max_length=100, help_text="the right target's slug (wrong_target)")
     note = StrictCharField(required=False, allow_blank=True, max_length=10_000)
     evidence_id = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
@@ -114,18 +119,29 @@ def _feedback_response(result: CardFeedback) -> Response:
     return Response(
         CardFeedbackOutputSerializer(result).data,
         status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        headers={} if result.created else {"Idempotent-Replayed": "true"},
     )
 
 
 class CardFeedbackApi(APIView):
+    idempotency_field = "idempotency_key"
+
     @extend_schema(
         request=CardFeedbackInputSerializer,
-        responses={201: CardFeedbackOutputSerializer, 200: CardFeedbackOutputSerializer},
+        responses={
+            201: OpenApiResponse(CardFeedbackOutputSerializer, description="The mark, recorded."),
+            200: OpenApiResponse(
+                CardFeedbackOutputSerializer, description="A repeated idempotency key: the original mark."
+            ),
+        },
         summary="Mark a card useful, wrong, stale or wrong-target (a correction opens a review)",
+        description="A reader's mark on a card (or on one piece of its evidence, `evidence_id`), written as a "
+        "`packet_quality` event. A correction (wrong, stale, wrong_target with the right `target`) opens a "
+        "review for a staff admin, or adds a report to the open one.",
     )
     def post(self, request: Request, card_id: str) -> Response:
         actor, card = _card(request, card_id)
-        serializer = CardFeedbackInputSerializer(data=request.data)
+        serializer = CardFeedbackInputSerializer(data=idempotency_from_header(request, request.data))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         result = card_feedback_record(
@@ -151,6 +167,7 @@ class CardEditApi(APIView):
         request=CardEditInputSerializer,
         responses={201: CardFeedbackOutputSerializer},
         summary="Propose a new title or summary for a card (a reviewer decides)",
+        description="The proposal opens a card review; the card changes only once a staff admin approves it.",
     )
     def post(self, request: Request, card_id: str) -> Response:
         actor, card = _card(request, card_id)
@@ -174,6 +191,7 @@ class CardMergeApi(APIView):
         request=CardMergeInputSerializer,
         responses={201: CardFeedbackOutputSerializer},
         summary="Propose merging a card into another card of its project (a reviewer decides)",
+        description="For a card that repeats another (`into`, of the same project); a staff admin decides.",
     )
     def post(self, request: Request, card_id: str) -> Response:
         actor, card = _card(request, card_id)

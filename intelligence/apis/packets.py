@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
+from config.schema import error_example
 from intelligence import selectors
 
 
@@ -69,6 +70,12 @@ class PacketCurrentApi(APIView):
         ],
         responses=PacketOutputSerializer,
         summary="The current packet of a project's target (project members, admins, the service)",
+        description="The target's latest compiled packet: its insight cards by section (each with why it is "
+        "there and its evidence count), and which sources fed it, are stale or are missing. `packet` is null "
+        "before the first compilation. A project you may not read is a 404.",
+        examples=[
+            error_example(404, "not_found", "No such project or target.", name="unknown_project"),
+        ],
     )
     def get(self, request: Request, project_slug: str) -> Response:
         target = selectors.target_readable(

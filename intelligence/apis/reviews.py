@@ -15,12 +15,14 @@ from rest_framework.views import APIView
 from accounts.actors import Actor
 from config.api import (
     NewestFirstCursorPagination,
+    OnBehalfOf,
     StrictCharField,
     StrictInputSerializer,
     filterset_parameters,
     paginated_list,
 )
 from config.exceptions import AccessDenied
+from config.schema import error_example
 from intelligence import selectors
 from intelligence.apis.cards import CardEvidenceOutputSerializer
 from intelligence.models import IntelligenceReview, ReviewKind, ReviewStatus
@@ -76,21 +78,33 @@ class CardReviewOutputSerializer(serializers.Serializer):
         ).data
 
 
+STAFF_ONLY = "Only staff admins review cards."
+
+
 def staff_actor(request: Request) -> Actor:
     """The request's actor, who must be a staff admin (card reviews are theirs)."""
     actor = Actor.from_request(request)
     if not actor.is_admin:
-        raise AccessDenied("Only staff admins review cards.")
+        raise AccessDenied(STAFF_ONLY)
     return actor
 
 
-class ReviewListApi(APIView):
+class ReviewQueueApi(APIView):
+    """The card-review queue is for staff admins, never a service key: X-On-Behalf-Of has no use here."""
+
+    on_behalf_of = OnBehalfOf.REFUSED
+    error_examples = [error_example(403, "permission_denied", STAFF_ONLY, name="not_staff")]
+
+
+class ReviewListApi(ReviewQueueApi):
     pagination_class = NewestFirstCursorPagination
 
     @extend_schema(
         parameters=filterset_parameters(CardReviewFilter),
         responses=CardReviewOutputSerializer(many=True),
         summary="Card reviews (open ones unless ?status=) with their cards and evidence, newest first (staff admins)",
+        description="What readers proposed for insight cards (corrections, edits, merges, reports of wrong "
+        "or stale cards), each with its card, the card's evidence and how many readers reported it.",
     )
     def get(self, request: Request) -> Response:
         reviews = selectors.reviews_list(actor=staff_actor(request))
@@ -109,10 +123,28 @@ class ReviewDecisionInputSerializer(StrictInputSerializer):
     notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
 
 
-class ReviewDecisionApi(APIView):
+REVIEW_TEXTS = {
+    "approve": ("Approve a card review", "The proposed change (a correction, an edit, a merge) is made to the card."),
+    "reject": ("Reject a card review", "The card stays as it is; the review is closed with the notes."),
+}
+
+
+class ReviewDecisionApi(ReviewQueueApi):
     """approve | reject."""
 
     decision = ""
+
+    def schema_texts(self) -> tuple[str, str]:
+        summary, description = REVIEW_TEXTS[self.decision]
+        return summary, f"{description} A review already decided is a 409 naming `decision`."
+
+    @property
+    def error_examples(self) -> list:  # type: ignore[override]
+        message = "This review was already approved."
+        return [
+            *ReviewQueueApi.error_examples,
+            error_example(409, "conflict", message, field="decision", name="decided"),
+        ]
 
     @extend_schema(request=ReviewDecisionInputSerializer, responses=CardReviewOutputSerializer)
     def post(self, request: Request, review_id: str) -> Response:

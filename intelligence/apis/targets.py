@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from config.api import (
+    ChoiceField,
     NewestFirstCursorPagination,
     StrictBooleanField,
     StrictCharField,
@@ -20,6 +21,7 @@ from config.api import (
     filterset_parameters,
     paginated_list,
 )
+from config.schema import error_example
 from intelligence import selectors
 from intelligence.filters import TargetFilter
 from intelligence.models import TargetKind
@@ -50,7 +52,7 @@ class TargetCreateInputSerializer(StrictInputSerializer):
     project = StrictCharField(max_length=100)
     name = StrictCharField(max_length=200)
     slug = StrictCharField(max_length=100, required=False)
-    kind = serializers.ChoiceField(choices=TargetKind.values, required=False, default=TargetKind.SCOPE)
+    kind = ChoiceField(choices=TargetKind.values, required=False, default=TargetKind.SCOPE)
     aliases = _profile_list()
     client_names = _profile_list()
     addresses = _profile_list()
@@ -75,6 +77,8 @@ class TargetListCreateApi(APIView):
         parameters=filterset_parameters(TargetFilter),
         responses=TargetOutputSerializer(many=True),
         summary="Targets of the projects the caller may read, newest first",
+        description="Each project has its own target, and may have named scopes (a client, a site, a "
+        "workstream) with the profile attribution matches documents against.",
     )
     def get(self, request: Request) -> Response:
         return paginated_list(
@@ -89,6 +93,13 @@ class TargetListCreateApi(APIView):
         request=TargetCreateInputSerializer,
         responses={201: TargetOutputSerializer},
         summary="Create a target with its profile (staff admins and the project's admins)",
+        description="A named scope of a project, with the names, aliases, addresses and participants that "
+        "attribute documents to it. A slug the project already has is a 409 naming `slug`.",
+        examples=[
+            error_example(
+                409, "conflict", "Project 'demo' already has a target 'north-depot'.", field="slug", name="slug_taken"
+            )
+        ],
     )
     def post(self, request: Request) -> Response:
         serializer = TargetCreateInputSerializer(data=request.data)
@@ -106,7 +117,11 @@ class TargetListCreateApi(APIView):
 
 
 class TargetDetailApi(APIView):
-    @extend_schema(responses=TargetOutputSerializer, summary="One target and its profile")
+    @extend_schema(
+        responses=TargetOutputSerializer,
+        summary="One target and its profile",
+        description="A target of a project you may read (404 otherwise).",
+    )
     def get(self, request: Request, target_id: int) -> Response:
         target = selectors.target_get(actor=Actor.from_request(request), target_id=target_id)
         if target is None:
@@ -117,6 +132,7 @@ class TargetDetailApi(APIView):
         request=TargetUpdateInputSerializer,
         responses=TargetOutputSerializer,
         summary="Change a target's name, profile or active flag (staff admins and the project's admins)",
+        description="Only the fields sent change; an inactive target receives no new documents.",
     )
     def patch(self, request: Request, target_id: int) -> Response:
         actor = Actor.from_request(request)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from accounts.models import Project, User
 from accounts.selectors import project_get_for_member
-from config.api import StrictBooleanField, StrictInputSerializer
+from config.api import OnBehalfOf, StrictBooleanField, StrictInputSerializer
 from config.exceptions import AccessDenied, ApplicationError
 
 
@@ -19,6 +20,13 @@ def subject_user(request: Request) -> User:
             "A service key must name the user with the X-On-Behalf-Of header.", field="X-On-Behalf-Of"
         )
     return actor.user
+
+
+class UserDataApi(APIView):
+    """An operation on the subject user's own data (``subject_user``): a service key must name the user
+    with X-On-Behalf-Of (the schema says so)."""
+
+    on_behalf_of = OnBehalfOf.REQUIRED
 
 
 SURFACES = ("chat", "command", "task_generation", "search", "agent")

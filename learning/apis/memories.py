@@ -7,12 +7,12 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from config.api import StrictCharField, StrictInputSerializer
+from config.api import ChoiceField, StrictCharField, StrictInputSerializer
+from config.schema import error_example
 from learning import selectors
-from learning.apis.common import UNDO_HELP, NoInputSerializer, subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, UserDataApi, subject_user
 from learning.models import Memory
 from learning.services import memories
 
@@ -33,11 +33,16 @@ class MemoryListOutputSerializer(serializers.Serializer):
 
 class MemoryUpdateInputSerializer(StrictInputSerializer):
     content = StrictCharField(required=False, max_length=4000)
-    kind = serializers.ChoiceField(choices=Memory.Kind.choices, required=False)
+    kind = ChoiceField(choices=Memory.Kind.choices, required=False)
 
 
-class MemoryListApi(APIView):
-    @extend_schema(responses=MemoryListOutputSerializer, summary="What the assistant remembers about you")
+class MemoryListApi(UserDataApi):
+    @extend_schema(
+        responses=MemoryListOutputSerializer,
+        summary="What the assistant remembers about you",
+        description="The user's private memories (durable statements: facts, commitments, lessons...) and "
+        "the team and project memories they may see (shared through applied promotions).",
+    )
     def get(self, request: Request) -> Response:
         return Response(
             {
@@ -49,7 +54,7 @@ class MemoryListApi(APIView):
         )
 
 
-class MemoryDetailApi(APIView):
+class MemoryDetailApi(UserDataApi):
     """A memory the user may see; only their own private ones are edited or deleted here (a shared
     copy answers 409: it changes only through the promotion that shared it)."""
 
@@ -61,12 +66,33 @@ class MemoryDetailApi(APIView):
             raise NotFound("No such memory.")
         return memory
 
-    @extend_schema(responses=MemoryOutputSerializer, summary="One memory")
+    @extend_schema(
+        responses=MemoryOutputSerializer,
+        summary="One memory",
+        description="A memory the user may see, by id (404 otherwise).",
+    )
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(MemoryOutputSerializer(self._memory(request, memory_id)).data)
 
     @extend_schema(
-        request=MemoryUpdateInputSerializer, responses=MemoryOutputSerializer, summary="Edit one of your memories"
+        request=MemoryUpdateInputSerializer,
+        responses=MemoryOutputSerializer,
+        summary="Edit one of your memories",
+        description="Change the content or kind of one of your own private memories. A shared copy is a 409 "
+        "naming `visibility` (it changes only through its promotion); content that duplicates another of "
+        "your memories is a 409 naming `content`.",
+        examples=[
+            error_example(
+                409,
+                "conflict",
+                "A shared memory changes only through the promotion that shared it.",
+                field="visibility",
+                name="shared_copy",
+            ),
+            error_example(
+                409, "conflict", "You already have a memory with this content.", field="content", name="duplicate"
+            ),
+        ],
     )
     def patch(self, request: Request, memory_id: str) -> Response:
         memory = self._memory(request, memory_id)
@@ -75,7 +101,21 @@ class MemoryDetailApi(APIView):
         row = memories.memory_update(memory=memory, **serializer.validated_data)
         return Response(MemoryOutputSerializer(row).data)
 
-    @extend_schema(request=None, responses={204: None}, summary="Forget one of your memories")
+    @extend_schema(
+        request=None,
+        responses={204: None},
+        summary="Forget one of your memories",
+        description="Deletes one of your own private memories; a shared copy is a 409 naming `visibility`.",
+        examples=[
+            error_example(
+                409,
+                "conflict",
+                "A shared memory is withdrawn through the promotion that shared it.",
+                field="visibility",
+                name="shared_copy",
+            )
+        ],
+    )
     def delete(self, request: Request, memory_id: str) -> Response:
         memories.memory_delete(memory=self._memory(request, memory_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -86,7 +126,7 @@ class MemoryUndoOutputSerializer(serializers.Serializer):
     memory = MemoryOutputSerializer()
 
 
-class MemoryUndoApi(APIView):
+class MemoryUndoApi(UserDataApi):
     @extend_schema(
         request=None,
         responses=MemoryUndoOutputSerializer,

@@ -7,11 +7,10 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from config.api import StrictCharField, StrictInputSerializer
+from config.api import ChoiceField, StrictCharField, StrictInputSerializer
 from learning import selectors
-from learning.apis.common import UNDO_HELP, NoInputSerializer, ToggleInputSerializer, subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, ToggleInputSerializer, UserDataApi, subject_user
 from learning.models import PREFERENCE_CATEGORIES
 from learning.services import preferences
 
@@ -38,15 +37,21 @@ class PreferenceInputSerializer(StrictInputSerializer):
     """A preference in the user's words; the category, when absent, is the analyzer's reading."""
 
     description = StrictCharField(max_length=500)
-    category = serializers.ChoiceField(choices=[(c, c) for c in PREFERENCE_CATEGORIES], required=False)
+    category = ChoiceField(choices=[(c, c) for c in PREFERENCE_CATEGORIES], required=False)
 
 
 class PreferencesOutputSerializer(serializers.Serializer):
     preferences = PreferenceOutputSerializer(many=True)
 
 
-class PreferenceListCreateApi(APIView):
-    @extend_schema(responses=PreferencesOutputSerializer, summary="Your preferences, active first")
+class PreferenceListCreateApi(UserDataApi):
+    @extend_schema(
+        responses=PreferencesOutputSerializer,
+        summary="Your preferences, active first",
+        description="Every preference learned or added for the user, in their words (`description`), with its "
+        "category, confidence and state: `active`, a `candidate` (tentative: never injected), or inactive "
+        "with an `inactive_reason` (switched off, contradicted by a newer one, faded).",
+    )
     def get(self, request: Request) -> Response:
         rows = selectors.preference_list(user=subject_user(request))
         return Response({"preferences": PreferenceOutputSerializer(rows, many=True).data})
@@ -55,6 +60,9 @@ class PreferenceListCreateApi(APIView):
         request=PreferenceInputSerializer,
         responses={201: PreferenceOutputSerializer, 200: PreferenceOutputSerializer},
         summary="Add a preference by hand (a paraphrase of an existing one reinforces it: 200)",
+        description="The preference in the user's own words (`description`); without `category` the "
+        "analyzer reads it from the text. A paraphrase of one the user has reinforces it (200, that "
+        "preference); one that contradicts another on the same axis (short vs long answers...) supersedes it.",
     )
     def post(self, request: Request) -> Response:
         serializer = PreferenceInputSerializer(data=request.data)
@@ -65,16 +73,25 @@ class PreferenceListCreateApi(APIView):
         )
 
 
-class PreferenceCheckInApi(APIView):
-    @extend_schema(responses=PreferencesOutputSerializer, summary="Preferences that faded: are these still accurate?")
+class PreferenceCheckInApi(UserDataApi):
+    @extend_schema(
+        responses=PreferencesOutputSerializer,
+        summary="Preferences that faded: are these still accurate?",
+        description="Learned preferences not reinforced for a while went inactive (never deleted); ask the "
+        "user whether they still hold, and switch the ones that do back on.",
+    )
     def get(self, request: Request) -> Response:
         rows = selectors.preference_check_in_list(user=subject_user(request))
         return Response({"preferences": PreferenceOutputSerializer(rows, many=True).data})
 
 
-class PreferenceToggleApi(APIView):
+class PreferenceToggleApi(UserDataApi):
     @extend_schema(
-        request=ToggleInputSerializer, responses=PreferenceOutputSerializer, summary="Switch a preference on or off"
+        request=ToggleInputSerializer,
+        responses=PreferenceOutputSerializer,
+        summary="Switch a preference on or off",
+        description='`{"active": false}` stops injecting it (kept, listed as switched off); `true` brings it '
+        "back. Another user's id is a 404.",
     )
     def patch(self, request: Request, preference_id: int) -> Response:
         preference = selectors.preference_get(user=subject_user(request), preference_id=preference_id)
@@ -86,8 +103,13 @@ class PreferenceToggleApi(APIView):
         return Response(PreferenceOutputSerializer(row).data)
 
 
-class PreferenceDetailApi(APIView):
-    @extend_schema(request=None, responses={204: None}, summary="Forget a preference")
+class PreferenceDetailApi(UserDataApi):
+    @extend_schema(
+        request=None,
+        responses={204: None},
+        summary="Forget a preference",
+        description="Deletes the preference; nothing of it is injected again. Another user's id is a 404.",
+    )
     def delete(self, request: Request, preference_id: int) -> Response:
         preference = selectors.preference_get(user=subject_user(request), preference_id=preference_id)
         if preference is None:
@@ -103,7 +125,7 @@ class PreferenceUndoOutputSerializer(serializers.Serializer):
     )
 
 
-class PreferenceUndoApi(APIView):
+class PreferenceUndoApi(UserDataApi):
     @extend_schema(
         request=None,
         responses=PreferenceUndoOutputSerializer,

@@ -6,13 +6,13 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from config.api import StrictBooleanField, StrictCharField, StrictInputSerializer
+from config.api import ChoiceField, StrictBooleanField, StrictCharField, StrictInputSerializer
+from config.schema import error_example
 from feedback.conf import feedback_settings
 from learning import selectors
-from learning.apis.common import UNDO_HELP, NoInputSerializer, project_of_user, subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, UserDataApi, project_of_user, subject_user
 from learning.conf import learning_settings
 from learning.context.render import notice
 from learning.services import taste
@@ -46,21 +46,32 @@ class TastePatternsOutputSerializer(serializers.Serializer):
     taste_patterns = TastePatternOutputSerializer(many=True)
 
 
-class TastePatternListApi(APIView):
-    @extend_schema(responses=TastePatternsOutputSerializer, summary="Your taste patterns, applied ones first")
+class TastePatternListApi(UserDataApi):
+    @extend_schema(
+        responses=TastePatternsOutputSerializer,
+        summary="Your taste patterns, applied ones first",
+        description="What the user's edits, rejections and re-runs of a tool's output taught: the instruction "
+        "applied to later runs of that plugin/command (with the notice shown to the user), its evidence, and "
+        "its state (candidate, active, rejected).",
+    )
     def get(self, request: Request) -> Response:
         rows = selectors.taste_pattern_list(user=subject_user(request))
         return Response({"taste_patterns": TastePatternOutputSerializer(rows, many=True).data})
 
 
-class TastePatternStopApi(APIView):
-    @extend_schema(request=None, responses=TastePatternOutputSerializer, summary='"Stop applying this"')
+class TastePatternStopApi(UserDataApi):
+    @extend_schema(
+        request=None,
+        responses=TastePatternOutputSerializer,
+        summary='"Stop applying this"',
+        description="The user's answer to a taste pattern's notice: it is rejected and no longer applied.",
+    )
     def post(self, request: Request, pattern_id: int) -> Response:
         pattern = taste.taste_pattern_stop(user=subject_user(request), pattern_id=pattern_id)
         return Response(TastePatternOutputSerializer(pattern).data)
 
 
-class TastePatternResumeApi(APIView):
+class TastePatternResumeApi(UserDataApi):
     @extend_schema(
         request=None,
         responses=TastePatternOutputSerializer,
@@ -80,7 +91,7 @@ class TastePatternUndoOutputSerializer(serializers.Serializer):
     taste_pattern = TastePatternOutputSerializer()
 
 
-class TastePatternUndoApi(APIView):
+class TastePatternUndoApi(UserDataApi):
     @extend_schema(
         request=None,
         responses=TastePatternUndoOutputSerializer,
@@ -122,11 +133,14 @@ class CommandRunOutputSerializer(serializers.Serializer):
     )
 
 
-class CommandRunApi(APIView):
+class CommandRunApi(UserDataApi):
     @extend_schema(
         request=CommandRunInputSerializer,
         responses={201: CommandRunOutputSerializer},
         summary="Record a run of a tool (post_command); returns the taste patterns applied to it",
+        description="Call it after a tool (plugin/command) produced its output for the user. The answer "
+        "lists the taste patterns applied to this run and the `notices` to show the user; keep `run_id` to "
+        "report what the user did with the output.",
     )
     def post(self, request: Request) -> Response:
         serializer = CommandRunInputSerializer(data=request.data)
@@ -155,7 +169,7 @@ class CommandRunApi(APIView):
 
 class CommandDecisionInputSerializer(StrictInputSerializer):
     run_id = serializers.UUIDField()
-    decision = serializers.ChoiceField(choices=taste.DECISIONS)
+    decision = ChoiceField(choices=taste.DECISIONS)
     edited_output = StrictCharField(
         required=False, allow_blank=True, max_length=learning_settings.COMMAND_OUTPUT_MAX_CHARS, trim_whitespace=False
     )
@@ -182,11 +196,23 @@ class CommandDecisionOutputSerializer(serializers.Serializer):
     patterns = TastePatternOutputSerializer(many=True, help_text="Patterns this decision created or updated.")
 
 
-class CommandDecisionApi(APIView):
+class CommandDecisionApi(UserDataApi):
     @extend_schema(
         request=CommandDecisionInputSerializer,
         responses={201: CommandDecisionOutputSerializer},
         summary="Record what the user did with a run's output (decision_point)",
+        description="Accepted, edited (with `edited_output`), rejected or re-run: an edit's corrections are "
+        "derived from the two texts, and the same correction seen again and again becomes a taste pattern. "
+        "A run not recorded first is a 404 naming `run_id`.",
+        examples=[
+            error_example(
+                404,
+                "not_found",
+                "No such run: record the post_command before its decision.",
+                field="run_id",
+                name="unknown_run",
+            )
+        ],
     )
     def post(self, request: Request) -> Response:
         serializer = CommandDecisionInputSerializer(data=request.data)

@@ -7,10 +7,9 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from learning import selectors
-from learning.apis.common import UNDO_HELP, NoInputSerializer, ToggleInputSerializer, subject_user
+from learning.apis.common import UNDO_HELP, NoInputSerializer, ToggleInputSerializer, UserDataApi, subject_user
 from learning.services import workflows
 
 
@@ -33,16 +32,24 @@ class WorkflowsOutputSerializer(serializers.Serializer):
     workflows = WorkflowOutputSerializer(many=True)
 
 
-class WorkflowListApi(APIView):
-    @extend_schema(responses=WorkflowsOutputSerializer, summary="Your learned workflows")
+class WorkflowListApi(UserDataApi):
+    @extend_schema(
+        responses=WorkflowsOutputSerializer,
+        summary="Your learned workflows",
+        description="Tasks the user asked for three or more times, in any wording: the name, the trigger, "
+        "the steps and output the user wants; `visibility` project/team marks a copy shared by a promotion.",
+    )
     def get(self, request: Request) -> Response:
         rows = selectors.workflow_list(user=subject_user(request))
         return Response({"workflows": WorkflowOutputSerializer(rows, many=True).data})
 
 
-class WorkflowToggleApi(APIView):
+class WorkflowToggleApi(UserDataApi):
     @extend_schema(
-        request=ToggleInputSerializer, responses=WorkflowOutputSerializer, summary="Switch a workflow on or off"
+        request=ToggleInputSerializer,
+        responses=WorkflowOutputSerializer,
+        summary="Switch a workflow on or off",
+        description="An inactive workflow is kept but never offered in the context.",
     )
     def patch(self, request: Request, workflow_id: int) -> Response:
         workflow = selectors.workflow_get(user=subject_user(request), workflow_id=workflow_id)
@@ -57,8 +64,13 @@ class WorkflowToggleApi(APIView):
         )
 
 
-class WorkflowDetailApi(APIView):
-    @extend_schema(request=None, responses={204: None}, summary="Forget a workflow")
+class WorkflowDetailApi(UserDataApi):
+    @extend_schema(
+        request=None,
+        responses={204: None},
+        summary="Forget a workflow",
+        description="Deletes the workflow; similar requests may teach it again later.",
+    )
     def delete(self, request: Request, workflow_id: int) -> Response:
         workflow = selectors.workflow_get(user=subject_user(request), workflow_id=workflow_id)
         if workflow is None:
@@ -72,7 +84,7 @@ class WorkflowUndoOutputSerializer(serializers.Serializer):
     workflow = WorkflowOutputSerializer()
 
 
-class WorkflowUndoApi(APIView):
+class WorkflowUndoApi(UserDataApi):
     @extend_schema(
         request=None,
         responses=WorkflowUndoOutputSerializer,

@@ -10,8 +10,12 @@ from rest_framework.views import APIView
 
 from accounts.actors import Actor
 from accounts.models import User
+from config.api import OnBehalfOf
 from config.exceptions import AccessDenied, Conflict, NotFoundError
+from config.schema import error_example
 from promotions.erasure import user_erase
+
+STAFF_ONLY = "Only staff admins erase users."
 
 
 class ErasureOutputSerializer(serializers.Serializer):
@@ -23,15 +27,29 @@ class ErasureOutputSerializer(serializers.Serializer):
 
 
 class UserEraseApi(APIView):
+    on_behalf_of = OnBehalfOf.REFUSED
+    error_examples = [error_example(403, "permission_denied", STAFF_ONLY, name="not_staff")]
+
     @extend_schema(
         request=None,
         responses=ErasureOutputSerializer,
         summary="Erase a user: learned items, messages, traces, keys deleted; their events anonymised",
+        description="In one transaction: the user's learned items, messages, traces, ratings, keys and "
+        "memberships are deleted, evidence shared with others is scrubbed of them, and their feedback events "
+        "are kept anonymised (the organisation's evidence). `rows` counts what changed per table.",
+        examples=[
+            error_example(
+                409,
+                "conflict",
+                "You cannot erase yourself; ask another admin or use manage.py erase_user.",
+                name="yourself",
+            )
+        ],
     )
     def post(self, request: Request, user_id: int) -> Response:
         actor = Actor.from_request(request)
         if not actor.is_admin:  # staff people only: never a service key, nor one acting for a staff user
-            raise AccessDenied("Only staff admins erase users.")
+            raise AccessDenied(STAFF_ONLY)
         user = User.objects.filter(pk=user_id).first()
         if user is None:
             raise NotFoundError("No such user.")

@@ -7,11 +7,16 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from config.api import NewestFirstCursorPagination, StrictInputSerializer, filterset_parameters, paginated_list
+from config.api import (
+    ChoiceField,
+    NewestFirstCursorPagination,
+    StrictInputSerializer,
+    filterset_parameters,
+    paginated_list,
+)
 from promotions import scans, selectors
-from promotions.apis.promotions import admin_actor
+from promotions.apis.promotions import StaffApi, admin_actor
 from promotions.filters import ScanRunFilter
 from promotions.models import Scanner
 
@@ -94,11 +99,7 @@ class ScanReportSerializer(serializers.Serializer):
 
 
 class ScanInputSerializer(StrictInputSerializer):
-    scanner = serializers.ChoiceField(
-        choices=Scanner.values,
-        default=Scanner.ALL,
-        error_messages={"invalid_choice": f"scanner must be one of {', '.join(Scanner.values)}."},
-    )
+    scanner = ChoiceField(choices=Scanner.values, default=Scanner.ALL)
 
 
 class ScanRunOutputSerializer(serializers.Serializer):
@@ -118,11 +119,14 @@ class ScanRunOutputSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-class PromotionScanApi(APIView):
+class PromotionScanApi(StaffApi):
     @extend_schema(
         request=ScanInputSerializer,
         responses={202: ScanRunOutputSerializer},
         summary="Queue a scan (or get the open run of that scanner); follow it at /promotions/scans/<id>",
+        description="Scans run in the worker, never in the request: the answer is the run, `queued` (or the "
+        "open run of that scanner, if one is queued or running). Without a broker (the demo) it ran when the "
+        "request committed, so the answer already carries its report.",
     )
     def post(self, request: Request) -> Response:
         actor = admin_actor(request)
@@ -132,13 +136,14 @@ class PromotionScanApi(APIView):
         return Response(ScanRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ScanRunListApi(APIView):
+class ScanRunListApi(StaffApi):
     pagination_class = NewestFirstCursorPagination
 
     @extend_schema(
         parameters=filterset_parameters(ScanRunFilter),
         responses=ScanRunOutputSerializer(many=True),
         summary="Scan runs, latest first",
+        description="Requested and scheduled runs, with their status and, once finished, each scanner's report.",
     )
     def get(self, request: Request) -> Response:
         return paginated_list(
@@ -150,8 +155,13 @@ class ScanRunListApi(APIView):
         )
 
 
-class ScanRunDetailApi(APIView):
-    @extend_schema(responses=ScanRunOutputSerializer, summary="One scan run: its progress, then its report")
+class ScanRunDetailApi(StaffApi):
+    @extend_schema(
+        responses=ScanRunOutputSerializer,
+        summary="One scan run: its progress, then its report",
+        description="Poll it: `status` goes queued, running (`current` scanner, `step` of `total`), then "
+        "succeeded with `report` or failed with `error`.",
+    )
     def get(self, request: Request, scan_run_id: str) -> Response:
         run = selectors.scan_run_get(actor=admin_actor(request), scan_run_id=scan_run_id)
         if run is None:

@@ -5,22 +5,21 @@ before it is approved and applied. Served at ``memories/<id>/share``, ``preferen
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.actors import Actor
-from config.api import StrictCharField, StrictInputSerializer
-from learning.apis.common import project_of_user, subject_user
+from config.api import ChoiceField, StrictCharField, StrictInputSerializer
+from learning.apis.common import UserDataApi, project_of_user, subject_user
 from learning.selectors import memory_get_own, preference_get, workflow_get
 from promotions.services import memory_share_propose, workflow_share_propose
 
 
 class ShareInputSerializer(StrictInputSerializer):
-    visibility = serializers.ChoiceField(choices=["team", "project"])
+    visibility = ChoiceField(choices=["team", "project"])
     project = StrictCharField(required=False, allow_blank=True, max_length=100)
     notes = StrictCharField(required=False, allow_blank=True, max_length=10_000)
 
@@ -31,13 +30,28 @@ class ShareOutputSerializer(serializers.Serializer):
     created = serializers.BooleanField(help_text="False: this item already had an open candidate.")
 
 
-class _ShareApi(APIView):
+SHARE_RESPONSES = {
+    201: OpenApiResponse(ShareOutputSerializer, description="A new promotion candidate, for a staff admin to review."),
+    200: OpenApiResponse(ShareOutputSerializer, description="The item already had an open candidate: that one."),
+}
+
+
+class _ShareApi(UserDataApi):
     """Ask for one of your own private items to be shared: it becomes a promotion candidate that a
     staff admin reviews; nothing is shared before it is approved and applied."""
 
     subject_type = ""
 
-    @extend_schema(request=ShareInputSerializer, responses={201: ShareOutputSerializer, 200: ShareOutputSerializer})
+    def schema_texts(self) -> tuple[str, str]:
+        return (
+            f"Ask to share one of your {self.subject_type}s with a team or project",
+            f"One of your own private {self.subject_type}s becomes a `memory` promotion candidate: a staff admin "
+            "reviews it, and once it is approved and applied a copy reaches the team's or the project's members "
+            "(`visibility`, and `project` for a project). Nothing is shared before that; text that tries to "
+            "steer the assistant is never shared.",
+        )
+
+    @extend_schema(request=ShareInputSerializer, responses=SHARE_RESPONSES)
     def post(self, request: Request, item_id: str) -> Response:
         user = subject_user(request)
         owned = (
@@ -72,11 +86,18 @@ class PreferenceShareApi(_ShareApi):
     subject_type = "preference"
 
 
-class WorkflowShareApi(APIView):
+class WorkflowShareApi(UserDataApi):
     """Ask for one of your own learned workflows to be shared with a project (or the team): a
     ``workflow`` promotion candidate; once applied, a copy reaches the members' context."""
 
-    @extend_schema(request=ShareInputSerializer, responses={201: ShareOutputSerializer, 200: ShareOutputSerializer})
+    @extend_schema(
+        request=ShareInputSerializer,
+        responses=SHARE_RESPONSES,
+        summary="Ask to share one of your workflows with a project or the team",
+        description="One of your own learned workflows becomes a `workflow` promotion candidate: once a staff "
+        "admin applies it, a copy reaches the context of the project's members (or the team's); pausing the "
+        "promotion takes it out again.",
+    )
     def post(self, request: Request, item_id: int) -> Response:
         user = subject_user(request)
         workflow = workflow_get(user=user, workflow_id=item_id)

@@ -184,8 +184,8 @@ OPERATIONS: list[Op] = [
     Op("POST", "taste-patterns/{stopped_taste_pattern}/resume", own(200)),
     Op("POST", "taste-patterns/{stopped_taste_pattern}/undo", own(200)),
     # --- promotions -------------------------------------------------------------------------
-    Op("GET", "promotions/", staff_only(SEES), sees=Sees("results", "candidate")),
-    Op("POST", "promotions/", staff_only(201), body={"promotion_type": "task_example", "subject_id": "{task}"}),
+    Op("GET", "promotions", staff_only(SEES), sees=Sees("results", "candidate")),
+    Op("POST", "promotions", staff_only(201), body={"promotion_type": "task_example", "subject_id": "{task}"}),
     Op("POST", "promotions/scan", staff_only(202), body={"scanner": "task_example"}),
     Op("GET", "promotions/scans", staff_only(SEES), sees=Sees("results", "scan")),
     Op("GET", "promotions/scans/{scan}", staff_only(200)),
@@ -203,8 +203,8 @@ OPERATIONS: list[Op] = [
     Op(
         "POST",
         "retrieval/documents",
-        # Acting for the owner means the owner's rights: a member, not an admin, of apollo.
-        everyone(403, admin=200, service=200),
+        # Acting for the owner means the owner's rights: a member, not an admin, of apollo. 201: a new document.
+        everyone(403, admin=201, service=201),
         body={"documents": [{"id": "new-doc", "raw_text": "Flutter margins of the new wing.", "project": "apollo"}]},
     ),
     Op(

@@ -93,7 +93,7 @@ def test_acting_for_a_staff_user_is_not_the_console(world):
     admin = world.admin
     admin.external_id = "ext-admin"
     admin.save()
-    response = world.client("service", on_behalf_of="ext-admin").get("/api/v1/promotions/")
+    response = world.client("service", on_behalf_of="ext-admin").get("/api/v1/promotions")
     assert response.status_code == 403
     me = world.client("service", on_behalf_of="ext-admin").get("/api/v1/me").json()
     assert me["is_admin"] is False

@@ -89,7 +89,9 @@ def test_a_request_line_over_the_limit_is_the_documented_json_414(server):
     status, headers, body = _get(server, "/api/v1/me?message=" + "x" * REQUEST_LINE_LIMIT)
     assert status == 414
     assert headers["content-type"] == "application/json"
-    assert json.loads(body) == uri_too_long_error(REQUEST_LINE_LIMIT)
+    request_id = headers["x-request-id"]
+    assert len(request_id) == 32
+    assert json.loads(body) == uri_too_long_error(REQUEST_LINE_LIMIT, request_id)
 
 
 def test_a_request_line_over_gunicorns_default_limit_reaches_django(server):
@@ -98,6 +100,7 @@ def test_a_request_line_over_gunicorns_default_limit_reaches_django(server):
     assert headers["content-type"] == "application/json"
     assert status == 401
     assert json.loads(body)["error"]["code"] == "not_authenticated"
+    assert json.loads(body)["error"]["request_id"] == headers["x-request-id"]
 
 
 def test_the_worker_loads_the_embedding_model_as_it_starts_and_fits_no_analyzer(monkeypatch):

@@ -156,7 +156,7 @@ def test_a_proposal_by_hand_is_checked_by_the_writer(world, targets, learning):
     if "target_id" in learning and learning["target_id"] is None:
         learning["target_id"] = targets["depot"].pk
     response = world.client("admin").post(
-        "/api/v1/promotions/",
+        "/api/v1/promotions",
         {"promotion_type": "attribution_rule", "subject_id": "alias:x", "proposed_learning": learning},
         format="json",
     )

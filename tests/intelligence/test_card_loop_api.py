@@ -102,6 +102,18 @@ def test_a_replayed_idempotency_key_answers_200_with_the_same_event(world, loop)
     assert (FeedbackEvent.objects.count(), IntelligenceReview.objects.get().reports) == (1, 1)
 
 
+def test_the_idempotency_key_header_stands_for_the_body_field(world, loop):
+    client = world.client("member")
+    url = API + f"cards/{loop.blocker.pk}/feedback"
+    first = client.post(url, {"signal": "stale"}, format="json", HTTP_IDEMPOTENCY_KEY="tap-10")
+    second = client.post(url, {"signal": "stale", "idempotency_key": "tap-10"}, format="json")
+    assert (first.status_code, second.status_code) == (201, 200)
+    assert first.json()["event_id"] == second.json()["event_id"]
+    assert second["Idempotent-Replayed"] == "true"
+    assert not first.has_header("Idempotent-Replayed")
+    assert FeedbackEvent.objects.get().idempotency_key == "tap-10"
+
+
 def test_bad_review_decisions(world, loop):
     review = IntelligenceReview.objects.create(card=loop.blocker, project=world.project, kind=ReviewKind.WRONG)
     admin = world.client("admin")

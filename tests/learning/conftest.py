@@ -89,7 +89,8 @@ def context_of(client: APIClient, **params: Any) -> dict:
 def assert_error(response, status: int, field: str) -> dict:
     assert response.status_code == status, response.content
     error = response.json()["error"]
-    assert set(error) == {"code", "message", "fields"}
+    assert set(error) == {"code", "message", "fields", "request_id"}
+    assert error["request_id"] == response["X-Request-ID"]
     assert field in error["fields"], error
     return error
 

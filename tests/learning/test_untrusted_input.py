@@ -170,7 +170,7 @@ def test_a_proposer_cannot_change_what_a_task_example_says(world):
         "subject_id": str(feedback.pk),
         "proposed_learning": {"title": "Harmless", "description": "Shown to the reviewer"},
     }
-    response = world.client("admin").post("/api/v1/promotions/", body, format="json")
+    response = world.client("admin").post("/api/v1/promotions", body, format="json")
     assert response.status_code == 201
     assert response.json()["proposed_learning"]["title"] == "Real title"
 
@@ -183,7 +183,7 @@ def test_an_agent_learning_with_malformed_tags_is_refused_at_proposal(world):
         "subject_id": str(event.pk),
         "proposed_learning": {"prevention_prompt": "Check the figures.", "tags": 5},
     }
-    response = world.client("admin").post("/api/v1/promotions/", body, format="json")
+    response = world.client("admin").post("/api/v1/promotions", body, format="json")
     assert response.status_code == 400
     assert "proposed_learning" in response.json()["error"]["fields"]
 

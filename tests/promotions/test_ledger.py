@@ -14,7 +14,7 @@ from promotions import services
 from promotions.models import LearningPromotion
 from tests.concurrency import at_once
 
-URL = "/api/v1/promotions/"
+URL = "/api/v1/promotions"
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def audit_trail(promotion):
 
 
 def act(world, promotion, action, role="admin", **body):
-    return world.client(role).post(f"{URL}{promotion.pk}/{action}", body, format="json")
+    return world.client(role).post(f"{URL}/{promotion.pk}/{action}", body, format="json")
 
 
 def test_full_lifecycle_applies_and_audits_every_step(world, candidate, good_task):
@@ -165,7 +165,7 @@ def test_expiry_is_set_based_and_audited(world, candidate):
 def test_only_staff_admins_reach_the_ledger(world, candidate, role):
     client = world.client(role)
     assert client.get(URL).status_code == 403
-    assert client.get(f"{URL}{candidate.pk}").status_code == 403
+    assert client.get(f"{URL}/{candidate.pk}").status_code == 403
     assert act(world, candidate, "approve", role=role).status_code == 403
     assert LearningPromotion.objects.get(pk=candidate.pk).status == "candidate"
 
@@ -177,8 +177,8 @@ def test_list_filters_and_detail(world, candidate, django_assert_max_num_queries
     assert [row["id"] for row in body["results"]] == [str(candidate.pk)]
     assert client.get(URL, {"status": "applied"}).json()["results"] == []
     assert client.get(URL, {"status": "bogus"}).status_code == 400
-    assert client.get(f"{URL}{candidate.pk}").json()["subject_type"] == "task_feedback"
-    assert client.get(f"{URL}00000000-0000-0000-0000-000000000000").status_code == 404
+    assert client.get(f"{URL}/{candidate.pk}").json()["subject_type"] == "task_feedback"
+    assert client.get(f"{URL}/00000000-0000-0000-0000-000000000000").status_code == 404
 
 
 @pytest.mark.parametrize(

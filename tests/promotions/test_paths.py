@@ -387,12 +387,12 @@ def test_the_ledger_lists_by_path_and_shows_the_rule(world):
         actor=world.actor("admin"), promotion_type="task_example", subject_type="task_feedback", subject_id=str(task.pk)
     )
     admin = world.client("admin")
-    listed = admin.get("/api/v1/promotions/", {"promotion_path": "eval_failure"}).json()["results"]
+    listed = admin.get("/api/v1/promotions", {"promotion_path": "eval_failure"}).json()["results"]
     assert [(p["promotion_path"], p["rule"].split(":")[0]) for p in listed] == [
         ("eval_failure", "deterministic_eval_failure")
     ]
-    assert admin.get("/api/v1/promotions/", {"promotion_path": "sideways"}).status_code == 400
-    assert world.client("member").get("/api/v1/promotions/", {"promotion_path": "eval_failure"}).status_code == 403
+    assert admin.get("/api/v1/promotions", {"promotion_path": "sideways"}).status_code == 400
+    assert world.client("member").get("/api/v1/promotions", {"promotion_path": "eval_failure"}).status_code == 403
     page = world.session_client("admin").get(f"/console/promotions/{listed[0]['id']}/").content.decode()
     assert "deterministic_eval_failure" in page
 

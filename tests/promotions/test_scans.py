@@ -172,7 +172,8 @@ def test_an_unknown_run_is_a_404(world):
 def test_an_unknown_scanner_is_a_400_naming_the_accepted_ones(world, body):
     response = world.client("admin").post(SCAN, body, format="json")
     assert response.status_code == 400
-    assert response.json()["error"]["fields"]["scanner"] == [f"scanner must be one of {', '.join(Scanner.values)}."]
+    (message,) = response.json()["error"]["fields"]["scanner"]
+    assert message == f'"{body["scanner"]}" is not a valid choice. Choose one of: {", ".join(Scanner.values)}.'
     assert not ScanRun.objects.exists()
 
 

@@ -107,7 +107,7 @@ def test_the_same_title_in_another_project_is_not_a_duplicate(world):
 def test_an_admin_may_propose_a_good_task_nobody_completed(world):
     feedback = rated(world, completed=False)
     body = {"promotion_type": "task_example", "subject_id": str(feedback.pk)}
-    response = world.client("admin").post("/api/v1/promotions/", body, format="json")
+    response = world.client("admin").post("/api/v1/promotions", body, format="json")
     assert response.status_code == 201, response.content
     data = response.json()
     assert (data["status"], data["subject_type"], data["subject_id"]) == (
@@ -116,7 +116,7 @@ def test_an_admin_may_propose_a_good_task_nobody_completed(world):
         str(feedback.pk),
     )
     assert data["proposed_learning"]["completed"] is False
-    again = world.client("admin").post("/api/v1/promotions/", body, format="json")
+    again = world.client("admin").post("/api/v1/promotions", body, format="json")
     assert (again.status_code, again.json()["id"]) == (200, data["id"])  # its open candidate, not a second one
 
 
@@ -124,7 +124,7 @@ def test_an_admin_may_propose_a_good_task_nobody_completed(world):
 def test_a_non_admin_cannot_propose_a_task_example(world, role):
     feedback = rated(world, completed=False)
     body = {"promotion_type": "task_example", "subject_id": str(feedback.pk)}
-    response = world.client(role).post("/api/v1/promotions/", body, format="json")
+    response = world.client(role).post("/api/v1/promotions", body, format="json")
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "permission_denied"
     assert not LearningPromotion.objects.exists()
@@ -142,7 +142,7 @@ def test_a_non_admin_cannot_propose_a_task_example(world, role):
 def test_an_admin_cannot_propose_a_task_that_cannot_be_an_example(world, kwargs, subject_id):
     feedback = rated(world, **kwargs)
     body = {"promotion_type": "task_example", "subject_id": subject_id or str(feedback.pk)}
-    response = world.client("admin").post("/api/v1/promotions/", body, format="json")
+    response = world.client("admin").post("/api/v1/promotions", body, format="json")
     assert response.status_code == 400, response.content
     assert "subject_id" in response.json()["error"]["fields"]
     assert not LearningPromotion.objects.exists()

@@ -220,15 +220,15 @@ def test_another_users_trace_is_404(world, corpus):
         ("owner", None, 403),
         ("owner", "apollo", 403),
         ("other", "apollo", 403),
-        ("admin", None, 200),
-        ("service", "apollo", 200),
+        ("admin", None, 201),
+        ("service", "apollo", 201),
     ],
 )
 def test_who_may_import(world, embedder, role, project, expected):
     doc = {"id": f"doc-{role}", "raw_text": "Some text about wings.", "project": project}
     response = world.client(role).post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
     assert response.status_code == expected
-    assert Document.objects.filter(pk=f"doc-{role}").exists() == (expected == 200)
+    assert Document.objects.filter(pk=f"doc-{role}").exists() == (expected == 201)
 
 
 def test_a_project_admin_imports_into_their_project(world, embedder):
