@@ -18,6 +18,12 @@ class PromotionsSettings(AppSettings):
     RETRIEVAL_SCAN_MIN_EFFECTIVE = Tunable(
         3.0, minimum=0.5, maximum=10_000.0, doc="expected examinations a chunk needs in a neighbourhood to be judged"
     )
+    RETRIEVAL_SCAN_RENEWAL = Tunable(
+        2.0,
+        minimum=1.0,
+        maximum=100.0,
+        doc="times the examinations behind a rejected weight a chunk needs before the same change is proposed again",
+    )
     RETRIEVAL_SCAN_CONFIDENCE_Z = Tunable(
         1.28, minimum=0.0, maximum=5.0, doc="z of the one-sided confidence bounds on relevance (1.28: 90 %)"
     )

@@ -28,6 +28,9 @@ class RetrievalScanOutputSerializer(serializers.Serializer):
     boosts = serializers.IntegerField(help_text="New boost candidates.")
     penalties = serializers.IntegerField(help_text="New penalty candidates.")
     skipped_open = serializers.IntegerField(help_text="Chunks that already have an open candidate.")
+    skipped_decided = serializers.IntegerField(
+        help_text="Changes already applied or paused, or rejected on as much evidence (RETRIEVAL_SCAN_RENEWAL)."
+    )
     already_first = serializers.IntegerField(
         required=False, help_text="Boosts not proposed: the chunk is already at rank 1 for those queries."
     )

@@ -45,7 +45,7 @@ from django.db.models import Case, F, FloatField, IntegerField, Sum, Value, When
 from accounts.actors import Actor
 from accounts.models import Project
 from promotions.conf import promotions_settings
-from promotions.models import OPEN_STATUSES, LearningPromotion
+from promotions.models import OPEN_STATUSES, LearningPromotion, PromotionStatus
 from promotions.services import Proposal, promotions_propose_bulk
 from retrieval.conf import clamp_multiplier, retrieval_settings
 from retrieval.models import Chunk, RetrievalFeedback, TraceRollup, TraceRollupState
@@ -66,6 +66,7 @@ class ScanReport:
     boosts: int = 0
     penalties: int = 0
     skipped_open: int = 0
+    skipped_decided: int = 0  # the same change is already applied (or paused), or was rejected on as much evidence
     already_first: int = 0  # boosts not proposed: the chunk is already at rank 1 there
     propensity: dict[str, Any] = field(default_factory=dict)
     rollups: dict[str, Any] = field(default_factory=dict)
@@ -337,6 +338,42 @@ def _anchors(decisions: list[Decision], expired_id: int) -> dict[int, list[tuple
     return found
 
 
+def _decided(*, chunk_ids: list[int]) -> dict[str, list[tuple[str, str, float]]]:
+    """The decided retrieval-weight promotions of these chunks that still speak for them: applied or
+    paused ones (their weight is in force or can be resumed) and rejected ones, as (status, reason,
+    examinations behind it) per chunk. One query."""
+    if not chunk_ids:
+        return {}
+    rows = LearningPromotion.objects.filter(
+        promotion_type="retrieval_weight",
+        subject_type="chunk",
+        subject_id__in=[str(c) for c in chunk_ids],
+        status__in=(PromotionStatus.APPLIED, PromotionStatus.PAUSED, PromotionStatus.REJECTED),
+    ).values_list("subject_id", "status", "proposed_learning__reason", "proposed_learning__evidence")
+    decided: dict[str, list[tuple[str, str, float]]] = {}
+    for subject_id, status, reason, evidence in rows:
+        strength = evidence.get("effective_examinations") if isinstance(evidence, dict) else None
+        decided.setdefault(subject_id, []).append(
+            (status, str(reason or ""), float(strength) if isinstance(strength, int | float) else 0.0)
+        )
+    return decided
+
+
+def _already_decided(decision: Decision, decided: list[tuple[str, str, float]]) -> bool:
+    """A person (or the ledger) has already answered this change for this chunk: the same change is
+    applied or paused, or was rejected and the evidence has not grown RETRIEVAL_SCAN_RENEWAL-fold
+    since. A contrary change (a penalty for a boosted chunk) is still proposed: it is news."""
+    renewal = promotions_settings.RETRIEVAL_SCAN_RENEWAL
+    for status, reason, strength in decided:
+        if reason != decision.kind:
+            continue
+        if status != PromotionStatus.REJECTED:
+            return True
+        if decision.strength < renewal * max(strength, promotions_settings.RETRIEVAL_SCAN_MIN_EFFECTIVE):
+            return True
+    return False
+
+
 def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
     """Refresh the trace rollups, then propose retrieval-weight candidates from position-debiased
     evidence per chunk and query neighbourhood."""
@@ -364,6 +401,10 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
     )
     fresh = [d for d in decisions if str(d.chunk_id) not in open_subjects]
     report.skipped_open = len(decisions) - len(fresh)
+    decided = _decided(chunk_ids=[d.chunk_id for d in fresh])
+    undecided = [d for d in fresh if not _already_decided(d, decided.get(str(d.chunk_id), []))]
+    report.skipped_decided = len(fresh) - len(undecided)
+    fresh = undecided
     state = TraceRollupState.objects.filter(pk=1).first()
     anchors = _anchors(fresh, state.expired_id if state else 0)
     documents = dict(Chunk.objects.filter(pk__in=[d.chunk_id for d in fresh]).values_list("pk", "document_id"))

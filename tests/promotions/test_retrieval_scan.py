@@ -250,3 +250,46 @@ def test_impact_preview_replays_the_queries_the_weight_touches(world, corpus):
     assert all(q["ndcg_after"] > q["ndcg_before"] for q in preview["queries"] if q["ndcg_before"] is not None)
     assert world.client("owner").get(f"/api/v1/promotions/{promotion.pk}/preview").status_code == 403
     assert LearningPromotion.objects.get(pk=promotion.pk).status == "candidate"  # previewing changes nothing
+
+
+def test_a_rejected_change_is_not_proposed_again_on_the_same_evidence(world, corpus):
+    ask(world, "hypersonic heating", mark="heating", outcome="stale")
+    retrieval_scan()
+    rejected = LearningPromotion.objects.get()
+    services.promotion_transition(actor=world.actor("admin"), promotion_id=str(rejected.pk), action="reject")
+    report = retrieval_scan()
+    assert (report.penalties, report.skipped_decided) == (0, 1)
+    assert LearningPromotion.objects.count() == 1  # the reviewer's answer stands
+
+
+def test_a_rejected_change_comes_back_once_its_evidence_has_grown_enough(world, corpus, settings):
+    ask(world, "hypersonic heating", mark="heating", outcome="stale")
+    retrieval_scan()
+    rejected = LearningPromotion.objects.get()
+    services.promotion_transition(actor=world.actor("admin"), promotion_id=str(rejected.pk), action="reject")
+    ask(world, "hypersonic heating", mark="heating", outcome="stale", times=2)
+    assert retrieval_scan().penalties == 0  # grown, but not twofold (RETRIEVAL_SCAN_RENEWAL)
+    ask(world, "hypersonic heating", mark="heating", outcome="stale", times=4)
+    assert retrieval_scan().penalties == 1
+    again = LearningPromotion.objects.get(status="candidate")
+    grown = again.proposed_learning["evidence"]["effective_examinations"]
+    assert grown >= 2 * rejected.proposed_learning["evidence"]["effective_examinations"]
+
+
+def test_an_applied_change_is_not_proposed_again_but_a_contrary_one_is(world, corpus):
+    query = "wind tunnel flutter experiments"
+    lower = ranks(world, query)[1]
+    ask(world, query, mark=lower)
+    retrieval_scan()
+    only_the_boost(world)
+    approve_and_apply_all(world)
+    ask(world, query, mark=lower)  # more of the same: the weight is already in force
+    report = retrieval_scan()
+    assert report.boosts == 0
+    assert report.skipped_decided >= 1
+    # The boosted passage goes out of date and users say so, far more often than they used it: news.
+    ask(world, query, mark=lower, outcome="stale", times=20)
+    assert retrieval_scan().penalties >= 1
+    assert LearningPromotion.objects.filter(
+        status="candidate", subject_id=str(corpus[lower].pk), proposed_learning__reason="stale"
+    ).exists()
