@@ -55,8 +55,10 @@ def _retrieval_weight(promotion: LearningPromotion, learning: dict[str, Any], pa
     if learning.get("scope") == "project" and promotion.project is not None:
         where = f" in {promotion.project.name or promotion.project.slug}"
     elif learning.get("scope") == "query":
-        terms = learning.get("anchor_terms") or []
-        where = f" for queries like '{_quote(terms[0], 40)}'" if terms and terms[0] else " for similar queries"
+        # Each anchor's terms are the content words of one supporting query (a list; a string before).
+        first = next(iter(learning.get("anchor_terms") or []), None)
+        words = " ".join(map(str, first)) if isinstance(first, list) else str(first or "")
+        where = f" for queries about '{_quote(words, 40)}'" if words.strip() else " for similar queries"
     return f"Rank {what} {direction} {_factor(multiplier)}{where}"
 
 

@@ -553,3 +553,13 @@ def test_the_empty_queue_says_how_candidates_arise(world):
     )
     filtered = world.session_client("admin").get(LIST, {"q": "zebra"}).content.decode()
     assert "No candidate promotions match these filters." in filtered
+
+
+def test_a_query_scoped_weight_names_the_words_of_its_first_supporting_query(world):
+    scoped = weight(world, multiplier=1.2, text="Deploy checklist")
+    scoped.proposed_learning = {**scoped.proposed_learning, "scope": "query", "anchor_terms": [["check", "deploy"]]}
+    old = weight(world, multiplier=1.2, text="Deploy checklist")
+    old.proposed_learning = {**old.proposed_learning, "scope": "query", "anchor_terms": ["check deploy"]}
+    lines = promotion_summaries([scoped, old])
+    assert lines[scoped.pk] == "Rank passage 'Deploy checklist' higher ×1.2 for queries about 'check deploy'"
+    assert lines[old.pk] == lines[scoped.pk]  # terms stored as one string before they were lists
