@@ -9,7 +9,8 @@ content words, ``retrieval.scope.query_terms``), how relevant the chunk is once 
   ``explored`` traces) and a normal prior N(RETRIEVAL_SCAN_PRIOR_ETA, RETRIEVAL_SCAN_PRIOR_ETA_SD²):
   a few dozen explored clicks move it little, thousands decide it. Propensities are clipped at
   RETRIEVAL_SCAN_MIN_PROPENSITY. The estimate, its spread and the clicks behind it are in the report
-  and in every proposal.
+  and in every proposal. A penalty is judged with eta one posterior standard deviation higher, a boost
+  with it one lower: each must hold across the central credible interval (see ``_query_decisions``).
 * **evidence** counts only searches that got feedback (any mark on any of their results): there,
   a result shown at rank r and not used counts p(r) examinations without a use (a skip high up is
   strong negative evidence, one far down hardly any), a used one p(r) examinations and one use, an
@@ -94,6 +95,10 @@ class Propensity:
 
     def at(self, rank: int) -> float:
         return max(self.floor, float(rank) ** -self.eta)
+
+    def shifted(self, by: float) -> Propensity:
+        """The same model with eta moved by ``by`` (never below 0)."""
+        return Propensity(max(0.0, self.eta + by), self.source, self.explored, self.floor, sd=0.0, clicks=self.clicks)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -253,23 +258,34 @@ class Decision:
     keys: list[str] = field(default_factory=list)
 
 
-def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decision]:
+@dataclass
+class _Estimates:
+    """The evidence of every (chunk, project, neighbourhood) group under one propensity model."""
+
+    groups: dict[tuple[int, int | None, str], dict[str, Any]]
+    prior: RelevancePrior
+    baselines: dict[tuple[int | None, str], float]
+    global_rate: float
+
+
+def _estimates(propensity: Propensity) -> _Estimates:
     conf = promotions_settings
-    lift, confidence = conf.RETRIEVAL_SCAN_MIN_LIFT, conf.RETRIEVAL_SCAN_CONFIDENCE
     sums = _evidence_sums(propensity)
     overall = TraceRollup.objects.aggregate(examined=sums["examined"], used=sums["used"])
     global_rate = (overall["used"] or 0.0) / (overall["examined"] or 1.0)
-    groups: list[dict[str, Any]] = [
+    rows: list[dict[str, Any]] = [
         dict(row) for row in TraceRollup.objects.values("chunk_id", "project_id", "terms").annotate(**sums).order_by()
     ]
-    for g in groups:
-        g["examined"] = g["examined"] or 0.0
-    prior = relevance_prior(groups)
-    report.relevance_prior = prior.describe()
-    groups = [g for g in groups if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE]
-    report.groups += len(groups)
+    for g in rows:
+        g["examined"], g["used"] = g["examined"] or 0.0, g["used"] or 0.0
+    prior = relevance_prior(rows)
+    groups = {
+        (g["chunk_id"], g["project_id"], g["terms"]): g
+        for g in rows
+        if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
+    }
     baselines: dict[tuple[int | None, str], float] = {}
-    terms = sorted({g["terms"] for g in groups})
+    terms = sorted({t for _, _, t in groups})
     for start in range(0, len(terms), 500):
         for row in (
             TraceRollup.objects.filter(terms__in=terms[start : start + 500])
@@ -281,52 +297,76 @@ def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decisio
             baselines[(row["project_id"], row["terms"])] = ((row["used"] or 0.0) + shrink * global_rate) / (
                 (row["examined"] or 0.0) + shrink
             )
-    decisions = []
+    return _Estimates(groups, prior, baselines, global_rate)
+
+
+def _figures(g: dict[str, Any], baseline: float, posterior: np.ndarray, confidence: float, eta: float) -> dict:
+    examined, used = g["examined"], g["used"]
+    return {
+        "terms": g["terms"].split(),
+        "shown": g["shown_total"],
+        "positives": g["positives"],
+        "skips": g["skips"],
+        "negatives": g["negatives"],
+        "eta": round(eta, 3),
+        "effective_examinations": round(examined, 3),
+        "weighted_uses": round(used, 3),
+        "relevance": round(min(1.0, used / examined), 4),
+        "posterior_mean": round(float(GRID @ posterior), 4),
+        "lower": round(_quantile(posterior, 1 - confidence), 4),
+        "upper": round(_quantile(posterior, confidence), 4),
+        "baseline": round(baseline, 4),
+        "at_rank_1": round(g["first"] / g["natural"], 3) if g["natural"] else None,
+    }
+
+
+def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decision]:
+    """Boosts and penalties per (chunk, neighbourhood). eta is known only within its spread, and the
+    error that matters differs by direction: examinations overestimated make skips look like
+    evidence against a chunk, underestimated make uses look like more relevance than there is. So a
+    penalty is judged with eta one posterior standard deviation higher (fewer examinations low on the
+    page) and a boost with it one lower: each must hold across the central credible interval."""
+    conf = promotions_settings
+    lift, confidence = conf.RETRIEVAL_SCAN_MIN_LIFT, conf.RETRIEVAL_SCAN_CONFIDENCE
+    for_boosts = _estimates(propensity.shifted(-propensity.sd))
+    for_penalties = _estimates(propensity.shifted(propensity.sd)) if propensity.sd > 0 else for_boosts
+    report.relevance_prior = {"boosts": for_boosts.prior.describe(), "penalties": for_penalties.prior.describe()}
+    report.groups += len(set(for_boosts.groups) | set(for_penalties.groups))
     weight = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
-    for g in groups:
-        baseline = baselines.get((g["project_id"], g["terms"]), global_rate)
-        if baseline <= 0:
-            continue
-        examined, used = g["examined"], g["used"] or 0.0
-        posterior = prior.posterior(used, examined)
-        lower, upper = _quantile(posterior, 1 - confidence), _quantile(posterior, confidence)
-        mean = float(GRID @ posterior)
-        figures = {
-            "terms": g["terms"].split(),
-            "shown": g["shown_total"],
-            "positives": g["positives"],
-            "skips": g["skips"],
-            "negatives": g["negatives"],
-            "effective_examinations": round(examined, 3),
-            "weighted_uses": round(used, 3),
-            "relevance": round(min(1.0, used / examined), 4),
-            "posterior_mean": round(mean, 4),
-            "lower": round(lower, 4),
-            "upper": round(upper, 4),
-            "baseline": round(baseline, 4),
-            "at_rank_1": round(g["first"] / g["natural"], 3) if g["natural"] else None,
-        }
-        # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
-        on_balance = used > weight * (g["negatives"] or 0)
-        if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT:
-            if g["natural"] and g["first"] >= AT_TOP * g["natural"]:
-                report.already_first += 1
-                continue
-            # At least this much more relevant than the neighbourhood's average: the multiplier.
-            multiplier = max(MILDEST_BOOST, clamp_multiplier(mean / baseline))
-            kind = "helpful"
-        elif (
-            upper * lift <= baseline
-            and used <= examined / 2  # never penalise a result used at least as often as not
-            and (g["skips"] or 0) + (g["negatives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT
-        ):
-            multiplier = min(MILDEST_PENALTY, clamp_multiplier(mean / baseline))
-            kind = "unhelpful"
-        else:
-            continue
-        decisions.append(
-            Decision(g["chunk_id"], g["project_id"], kind, "query", multiplier, examined, [figures], keys=[g["terms"]])
-        )
+    decisions = []
+    for key in sorted(set(for_boosts.groups) | set(for_penalties.groups), key=str):
+        decision = None
+        g = for_boosts.groups.get(key)
+        baseline = for_boosts.baselines.get((key[1], key[2]), for_boosts.global_rate) if g else 0.0
+        if g and baseline > 0:
+            posterior = for_boosts.prior.posterior(g["used"], g["examined"])
+            lower, mean = _quantile(posterior, 1 - confidence), float(GRID @ posterior)
+            # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
+            on_balance = g["used"] > weight * (g["negatives"] or 0)
+            if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT:
+                if g["natural"] and g["first"] >= AT_TOP * g["natural"]:
+                    report.already_first += 1
+                    continue
+                # The posterior mean relevance over the neighbourhood's average: the multiplier.
+                multiplier = max(MILDEST_BOOST, clamp_multiplier(mean / baseline))
+                figures = _figures(g, baseline, posterior, confidence, propensity.eta - propensity.sd)
+                decision = ("helpful", multiplier, g["examined"], figures)
+        g = for_penalties.groups.get(key)
+        baseline = for_penalties.baselines.get((key[1], key[2]), for_penalties.global_rate) if g else 0.0
+        if decision is None and g and baseline > 0:
+            posterior = for_penalties.prior.posterior(g["used"], g["examined"])
+            upper, mean = _quantile(posterior, confidence), float(GRID @ posterior)
+            if (
+                upper * lift <= baseline
+                and g["used"] <= g["examined"] / 2  # never penalise a result used at least as often as not
+                and (g["skips"] or 0) + (g["negatives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT
+            ):
+                multiplier = min(MILDEST_PENALTY, clamp_multiplier(mean / baseline))
+                figures = _figures(g, baseline, posterior, confidence, propensity.eta + propensity.sd)
+                decision = ("unhelpful", multiplier, g["examined"], figures)
+        if decision is not None:
+            kind, multiplier, strength, figures = decision
+            decisions.append(Decision(key[0], key[1], kind, "query", multiplier, strength, [figures], keys=[key[2]]))
     return decisions
 
 

@@ -92,8 +92,11 @@ def test_the_debiased_estimate_finds_the_relevant_result_where_raw_counts_fail(w
     assert [p.proposed_learning["chunk"] for p in boosts] == [chunks["deep"].pk]
     evidence = boosts.get().proposed_learning["evidence"]
     figures = evidence["neighbourhoods"][0]
-    assert figures["relevance"] == pytest.approx(0.8)  # 16 uses / (100 searches x p(5) = 0.2)
-    assert figures["effective_examinations"] == pytest.approx(20.0)
+    # A boost is judged with eta one standard deviation lower (the prior's 1 - 0.5: more examinations
+    # low on the page, so less relevance per use): 16 uses / (100 searches x p(5) = 5^-0.5).
+    assert figures["eta"] == 0.5
+    assert figures["effective_examinations"] == pytest.approx(100 * 5**-0.5, abs=1e-3)
+    assert figures["relevance"] == pytest.approx(16 / (100 * 5**-0.5), abs=1e-3)
     assert figures["lower"] > figures["baseline"] * evidence["thresholds"]["min_lift"]
     assert (figures["shown"], figures["positives"], figures["skips"]) == (100, 16, 84)
     assert figures["terms"] == ["experiment", "flutter", "tunnel", "wind"]
@@ -293,3 +296,22 @@ def test_estimates_on_a_simulated_population_not_fitted_on(world, chunks):
     high_irrelevant = sum(1 for terms, r in relevant.items() for rank in (0, 1) if rank != r)
     found = sum(1 for (chunk_id, terms) in penalties if rank_of[chunk_id] in (0, 1))
     assert found >= 0.5 * high_irrelevant
+
+
+def test_a_penalty_must_hold_across_the_spread_of_eta(world, chunks):
+    top, second, third, deep = (chunks[k] for k in ("top", "second", "third", "deep"))
+    TraceRollup.objects.bulk_create(
+        [
+            *(
+                _rollup(chunk, f"topic {i}", rank, 13, 6 if rank == 1 else 0)
+                for i in range(60)
+                for rank, chunk in enumerate((top, second, third, deep), start=1)
+            ),
+            _rollup(top, "probe", 1, 15, 7),
+            _rollup(deep, "probe", 8, 15, 0),  # low on the page, never used
+        ]
+    )
+    # Sure of eta = 0.6: rank 8 is looked at 29 % of the time, 4.3 looks without a use: a penalty.
+    assert _decided(Propensity(0.6, "exploration", 500, 0.1))[(deep.pk, "probe")] == "unhelpful"
+    # eta = 0.6 give or take 0.4: at eta = 1 the skips are 1.9 looks, too few to judge.
+    assert (deep.pk, "probe") not in _decided(Propensity(0.6, "exploration", 500, 0.1, sd=0.4))
