@@ -167,7 +167,7 @@ def propensity_estimate() -> Propensity:
 
 
 GRID = (np.arange(100) + 0.5) / 100  # relevance values the prior puts its mass on
-PRIOR_FIT_GROUPS = 20_000  # groups the prior is fitted on at most (a deterministic sample of a larger window)
+PRIOR_FIT_GROUPS = 5_000  # groups the prior is fitted on at most (a deterministic sample of a larger window)
 PRIOR_FIT_ROUNDS = 200
 
 
@@ -192,7 +192,7 @@ class RelevancePrior:
     def describe(self) -> dict[str, Any]:
         mean = float(GRID @ self.weights)
         return {
-            "model": "nonparametric empirical Bayes (EM on a grid of 50), blended with a uniform prior",
+            "model": "nonparametric empirical Bayes (EM on a grid of 100), blended with a uniform prior",
             "mean": round(mean, 4),
             "below_0.1": round(float(self.weights[GRID < 0.1].sum()), 3),
             "above_0.3": round(float(self.weights[GRID > 0.3].sum()), 3),
@@ -218,9 +218,32 @@ def relevance_prior(groups: list[dict[str, Any]]) -> RelevancePrior:
     return RelevancePrior((n * w + pseudo * uniform) / (n + pseudo), n)
 
 
-def _quantile(posterior: np.ndarray, q: float) -> float:
-    """The q-quantile of a posterior over GRID, each point's mass spread evenly over its cell."""
-    return float(np.interp(q, np.concatenate(([0.0], np.cumsum(posterior))), np.linspace(0.0, 1.0, len(GRID) + 1)))
+def _quantiles(posteriors: np.ndarray, q: float) -> np.ndarray:
+    """The q-quantile of each row of ``posteriors`` (over GRID, each point's mass spread evenly over its cell)."""
+    cdf = np.cumsum(posteriors, axis=1)
+    cell = np.minimum((cdf < q).sum(axis=1), len(GRID) - 1)
+    rows = np.arange(len(posteriors))
+    before = np.where(cell > 0, cdf[rows, np.maximum(cell - 1, 0)], 0.0)
+    inside = np.clip((q - before) / np.maximum(posteriors[rows, cell], 1e-300), 0.0, 1.0)
+    return (cell + inside) / len(GRID)
+
+
+def _summaries(prior: RelevancePrior, groups: list[dict[str, Any]], confidence: float) -> np.ndarray:
+    """Per group (rows in order): the posterior's lower quantile, upper quantile and mean, computed
+    in blocks (a window may hold hundreds of thousands of groups)."""
+    out = np.zeros((len(groups), 3))
+    log_prior = np.log(prior.weights)
+    for start in range(0, len(groups), 20_000):
+        block = groups[start : start + 20_000]
+        e = np.array([g["examined"] for g in block])[:, None]
+        u = np.minimum(np.maximum(np.array([g["used"] for g in block])[:, None], 0.0), e)
+        log = u * np.log(GRID) + (e - u) * np.log1p(-GRID) + log_prior
+        post = np.exp(log - log.max(axis=1, keepdims=True))
+        post /= post.sum(axis=1, keepdims=True)
+        out[start : start + len(block), 0] = _quantiles(post, 1 - confidence)
+        out[start : start + len(block), 1] = _quantiles(post, confidence)
+        out[start : start + len(block), 2] = post @ GRID
+    return out
 
 
 def _evidence_sums(propensity: Propensity) -> dict[str, Any]:
@@ -268,39 +291,70 @@ class _Estimates:
     global_rate: float
 
 
-def _estimates(propensity: Propensity) -> _Estimates:
+def _estimates(propensities: list[Propensity]) -> list[_Estimates]:
+    """The evidence under each propensity model, from one pass over the rollups (and one over the
+    neighbourhoods' baselines): the models differ only in what an examination at a rank is worth."""
     conf = promotions_settings
-    sums = _evidence_sums(propensity)
-    overall = TraceRollup.objects.aggregate(examined=sums["examined"], used=sums["used"])
-    global_rate = (overall["used"] or 0.0) / (overall["examined"] or 1.0)
+    sums: dict[str, Any] = {}
+    for i, propensity in enumerate(propensities):
+        model_sums = _evidence_sums(propensity)
+        sums |= {f"examined_{i}": model_sums["examined"], f"used_{i}": model_sums["used"]}
+        sums |= {k: v for k, v in model_sums.items() if k not in ("examined", "used")}
+    overall = TraceRollup.objects.aggregate(**{k: sums[k] for k in sums if k.startswith(("examined_", "used_"))})
     rows: list[dict[str, Any]] = [
         dict(row) for row in TraceRollup.objects.values("chunk_id", "project_id", "terms").annotate(**sums).order_by()
     ]
-    for g in rows:
-        g["examined"], g["used"] = g["examined"] or 0.0, g["used"] or 0.0
-    prior = relevance_prior(rows)
-    groups = {
-        (g["chunk_id"], g["project_id"], g["terms"]): g
-        for g in rows
-        if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
-    }
-    baselines: dict[tuple[int | None, str], float] = {}
-    terms = sorted({t for _, _, t in groups})
+    per_model: list[list[dict[str, Any]]] = []
+    for i in range(len(propensities)):
+        per_model.append(
+            [
+                {**g, "examined": g[f"examined_{i}"] or 0.0, "used": g[f"used_{i}"] or 0.0}
+                for g in rows
+                if g[f"examined_{i}"] is not None
+            ]
+        )
+    neighbourhoods = sorted(
+        {
+            (g["project_id"], g["terms"])
+            for found in per_model
+            for g in found
+            if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
+        },
+        key=str,
+    )
+    totals: dict[tuple[int | None, str], dict[str, Any]] = {}
+    terms = sorted({t for _, t in neighbourhoods})
     for start in range(0, len(terms), 500):
-        for row in (
+        for total in (
             TraceRollup.objects.filter(terms__in=terms[start : start + 500])
             .values("project_id", "terms")
-            .annotate(examined=sums["examined"], used=sums["used"])
+            .annotate(**{k: sums[k] for k in sums if k.startswith(("examined_", "used_"))})
             .order_by()
         ):
-            shrink = conf.RETRIEVAL_SCAN_PRIOR
-            baselines[(row["project_id"], row["terms"])] = ((row["used"] or 0.0) + shrink * global_rate) / (
-                (row["examined"] or 0.0) + shrink
-            )
-    return _Estimates(groups, prior, baselines, global_rate)
+            totals[(total["project_id"], total["terms"])] = dict(total)
+    estimates = []
+    shrink = conf.RETRIEVAL_SCAN_PRIOR
+    for i, found in enumerate(per_model):
+        global_rate = (overall[f"used_{i}"] or 0.0) / (overall[f"examined_{i}"] or 1.0)
+        prior = relevance_prior(found)
+        groups = {
+            (g["chunk_id"], g["project_id"], g["terms"]): g
+            for g in found
+            if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
+        }
+        baselines = {
+            key: ((total[f"used_{i}"] or 0.0) + shrink * global_rate) / ((total[f"examined_{i}"] or 0.0) + shrink)
+            for key, total in totals.items()
+        }
+        judged = list(groups.values())
+        summaries = _summaries(prior, judged, conf.RETRIEVAL_SCAN_CONFIDENCE)
+        for g, (lower, upper, mean) in zip(judged, summaries, strict=True):
+            g["lower"], g["upper"], g["mean"] = float(lower), float(upper), float(mean)
+        estimates.append(_Estimates(groups, prior, baselines, global_rate))
+    return estimates
 
 
-def _figures(g: dict[str, Any], baseline: float, posterior: np.ndarray, confidence: float, eta: float) -> dict:
+def _figures(g: dict[str, Any], baseline: float, eta: float) -> dict:
     examined, used = g["examined"], g["used"]
     return {
         "terms": g["terms"].split(),
@@ -312,9 +366,9 @@ def _figures(g: dict[str, Any], baseline: float, posterior: np.ndarray, confiden
         "effective_examinations": round(examined, 3),
         "weighted_uses": round(used, 3),
         "relevance": round(min(1.0, used / examined), 4),
-        "posterior_mean": round(float(GRID @ posterior), 4),
-        "lower": round(_quantile(posterior, 1 - confidence), 4),
-        "upper": round(_quantile(posterior, confidence), 4),
+        "posterior_mean": round(g["mean"], 4),
+        "lower": round(g["lower"], 4),
+        "upper": round(g["upper"], 4),
         "baseline": round(baseline, 4),
         "at_rank_1": round(g["first"] / g["natural"], 3) if g["natural"] else None,
     }
@@ -327,9 +381,11 @@ def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decisio
     penalty is judged with eta one posterior standard deviation higher (fewer examinations low on the
     page) and a boost with it one lower: each must hold across the central credible interval."""
     conf = promotions_settings
-    lift, confidence = conf.RETRIEVAL_SCAN_MIN_LIFT, conf.RETRIEVAL_SCAN_CONFIDENCE
-    for_boosts = _estimates(propensity.shifted(-propensity.sd))
-    for_penalties = _estimates(propensity.shifted(propensity.sd)) if propensity.sd > 0 else for_boosts
+    lift = conf.RETRIEVAL_SCAN_MIN_LIFT
+    if propensity.sd > 0:
+        for_boosts, for_penalties = _estimates([propensity.shifted(-propensity.sd), propensity.shifted(propensity.sd)])
+    else:
+        for_boosts = for_penalties = _estimates([propensity])[0]
     report.relevance_prior = {"boosts": for_boosts.prior.describe(), "penalties": for_penalties.prior.describe()}
     report.groups += len(set(for_boosts.groups) | set(for_penalties.groups))
     weight = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
@@ -339,8 +395,7 @@ def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decisio
         g = for_boosts.groups.get(key)
         baseline = for_boosts.baselines.get((key[1], key[2]), for_boosts.global_rate) if g else 0.0
         if g and baseline > 0:
-            posterior = for_boosts.prior.posterior(g["used"], g["examined"])
-            lower, mean = _quantile(posterior, 1 - confidence), float(GRID @ posterior)
+            lower, mean = g["lower"], g["mean"]
             # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
             on_balance = g["used"] > weight * (g["negatives"] or 0)
             if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT:
@@ -349,20 +404,19 @@ def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decisio
                     continue
                 # The posterior mean relevance over the neighbourhood's average: the multiplier.
                 multiplier = max(MILDEST_BOOST, clamp_multiplier(mean / baseline))
-                figures = _figures(g, baseline, posterior, confidence, propensity.eta - propensity.sd)
+                figures = _figures(g, baseline, propensity.eta - propensity.sd)
                 decision = ("helpful", multiplier, g["examined"], figures)
         g = for_penalties.groups.get(key)
         baseline = for_penalties.baselines.get((key[1], key[2]), for_penalties.global_rate) if g else 0.0
         if decision is None and g and baseline > 0:
-            posterior = for_penalties.prior.posterior(g["used"], g["examined"])
-            upper, mean = _quantile(posterior, confidence), float(GRID @ posterior)
+            upper, mean = g["upper"], g["mean"]
             if (
                 upper * lift <= baseline
                 and g["used"] <= g["examined"] / 2  # never penalise a result used at least as often as not
                 and (g["skips"] or 0) + (g["negatives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT
             ):
                 multiplier = min(MILDEST_PENALTY, clamp_multiplier(mean / baseline))
-                figures = _figures(g, baseline, posterior, confidence, propensity.eta + propensity.sd)
+                figures = _figures(g, baseline, propensity.eta + propensity.sd)
                 decision = ("unhelpful", multiplier, g["examined"], figures)
         if decision is not None:
             kind, multiplier, strength, figures = decision
