@@ -351,6 +351,13 @@ def main() -> None:
             + f"; candidates {scan.get('boosts')} boosts, {scan.get('penalties')} penalties; {weights} weights",
             flush=True,
         )
+        eta = scan.get("propensity") or {}
+        print(
+            f"  scan: eta {eta.get('eta')} ± {eta.get('eta_sd')} ({eta.get('source')}, {eta.get('explored_clicks')} "
+            f"explored clicks); {scan.get('groups')} (chunk, neighbourhood) groups judged; {scan.get('boosts')} boosts "
+            f"(another {scan.get('already_first')} already first), {scan.get('penalties')} penalties",
+            flush=True,
+        )
         print(
             f"  traffic: {searches} searches ({reach['explored']} explored, share {share:g}) in {traffic:.0f} s; "
             f"training queries' relevant documents: {reach['top3']} shown in the top 3, {reach['top10']} "

@@ -24,8 +24,17 @@ class PromotionsSettings(AppSettings):
         maximum=100.0,
         doc="times the examinations behind a rejected weight a chunk needs before the same change is proposed again",
     )
-    RETRIEVAL_SCAN_CONFIDENCE_Z = Tunable(
-        1.28, minimum=0.0, maximum=5.0, doc="z of the one-sided confidence bounds on relevance (1.28: 90 %)"
+    RETRIEVAL_SCAN_CONFIDENCE = Tunable(
+        0.9,
+        minimum=0.5,
+        maximum=0.9999,
+        doc="posterior probability a boost (or penalty) needs that the chunk beats (or trails) its baseline",
+    )
+    RETRIEVAL_SCAN_PRIOR_GROUPS = Tunable(
+        20.0,
+        minimum=0.0,
+        maximum=100_000.0,
+        doc="groups a uniform prior counts for, blended into the fitted relevance prior (a small window stays open)",
     )
     RETRIEVAL_SCAN_EXPLICIT_WEIGHT = Tunable(
         2.0, minimum=1.0, maximum=20.0, doc="examinations one explicit outcome counts for (a click counts 1)"
@@ -36,8 +45,8 @@ class PromotionsSettings(AppSettings):
     RETRIEVAL_SCAN_PRIOR_ETA = Tunable(
         1.0, minimum=0.0, maximum=3.0, doc="position bias p(r) = (1/r)^eta assumed when exploration is too sparse"
     )
-    RETRIEVAL_SCAN_MIN_EXPLORED = Tunable(
-        200, minimum=10, maximum=10_000_000, doc="explored results with feedback needed to estimate eta from them"
+    RETRIEVAL_SCAN_PRIOR_ETA_SD = Tunable(
+        0.5, minimum=0.01, maximum=10.0, doc="standard deviation of the normal prior on eta (explored clicks update it)"
     )
     RETRIEVAL_SCAN_PRIOR = Tunable(
         5.0, minimum=0.0, maximum=1000.0, doc="examinations shrinking a neighbourhood's baseline toward the global one"

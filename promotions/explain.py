@@ -407,9 +407,10 @@ def _retrieval_weight(promotion: LearningPromotion, learning: dict[str, Any], x:
     propensity = _dict(evidence.get("propensity"))
     if propensity:
         fitted = (
-            f"fitted on {propensity.get('explored')} results exploration placed at random ranks"
+            f"estimated from {propensity.get('explored_clicks', '?')} uses of the {propensity.get('explored')} "
+            f"results exploration placed at random ranks, and the prior; give or take {propensity.get('eta_sd', '?')}"
             if propensity.get("source") == "exploration"
-            else "the prior: too few explored results to fit it"
+            else "the prior: no use of a result exploration placed yet"
         )
         x.facts.append(
             Fact(

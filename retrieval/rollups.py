@@ -73,6 +73,7 @@ _PROBES = (
     "papers on heat transfer to blunt bodies in hypersonic flows",
     "Boundary-layer transition, work done on flat plates; effects of roughness",
     "how do cylindrical shells buckle under axial compression loads",
+    "please help me with supersonic flutter in detail, thanks",
 )
 BATCH = 2000
 logger = logging.getLogger(__name__)

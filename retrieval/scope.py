@@ -42,7 +42,8 @@ from core.text import content_words
 from retrieval.conf import retrieval_settings
 
 # Words users put around a question when they search, whatever the subject: what they want
-# ("papers on", "information about", "has anyone investigated"), not what it is about. Lemmas; a
+# ("papers on", "information about", "has anyone investigated") and how they ask ("please", "help
+# me with", "in detail", "thanks"), not what it is about. Lemmas; a
 # word is filler when any of its lemmas is here. Beyond core.text.STOP_WORDS, which other callers share.
 FILLER = frozenset(
     (
@@ -51,6 +52,7 @@ FILLER = frozenset(
         "know known available exist existing previous published recent relevant related regarding "
         "concerning pertain pertaining deal dealing discuss discussion describe description "
         "find look search want need tell show give get make made anyone someone anything something "
+        "please thanks thank kindly help detail quick quickly "
         "anybody somebody way thing also here possible much many more most very "
         "able whether been being has having does doing done there whose whom "
         "regard concern about any some other such must might may shall ought one us publish reference "

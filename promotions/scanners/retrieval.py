@@ -4,31 +4,38 @@ Users look at the top results far more than at the rest, so raw counts of marks 
 result was shown. The scan instead estimates, per chunk and *query neighbourhood* (the query's
 content words, ``retrieval.scope.query_terms``), how relevant the chunk is once examined:
 
-* **position bias**: a result at rank r is examined with propensity p(r) = (1/r)^eta. eta is fitted
-  (maximum likelihood) to the click-through of results exploration placed at random ranks (the
-  ``explored`` traces); with fewer than RETRIEVAL_SCAN_MIN_EXPLORED of them the prior
-  RETRIEVAL_SCAN_PRIOR_ETA (1: examination falls as 1/r) is used. Propensities are clipped at
-  RETRIEVAL_SCAN_MIN_PROPENSITY. Which one was used is in the report and in every proposal.
+* **position bias**: a result at rank r is examined with propensity p(r) = (1/r)^eta. eta is the
+  posterior mean given the click-through of results exploration placed at random ranks (the
+  ``explored`` traces) and a normal prior N(RETRIEVAL_SCAN_PRIOR_ETA, RETRIEVAL_SCAN_PRIOR_ETA_SD²):
+  a few dozen explored clicks move it little, thousands decide it. Propensities are clipped at
+  RETRIEVAL_SCAN_MIN_PROPENSITY. The estimate, its spread and the clicks behind it are in the report
+  and in every proposal. A penalty is judged with eta one posterior standard deviation higher, a boost
+  with it one lower: each must hold across the central credible interval (see ``_query_decisions``).
 * **evidence** counts only searches that got feedback (any mark on any of their results): there,
   a result shown at rank r and not used counts p(r) examinations without a use (a skip high up is
   strong negative evidence, one far down hardly any), a used one p(r) examinations and one use, an
   explicit outcome RETRIEVAL_SCAN_EXPLICIT_WEIGHT examinations (the user certainly looked): helpful
-  as uses, unhelpful or unsupported (also: used in an answer voted down) as non-uses. Relevance is
-  uses / examinations (the inverse-propensity ratio estimator), with Wilson bounds at
-  RETRIEVAL_SCAN_CONFIDENCE_Z over the effective sample size (the expected examinations).
-* a **boost** when the lower bound beats the neighbourhood's baseline (its uses / examinations over
-  all its chunks, shrunk toward the global rate) by RETRIEVAL_SCAN_MIN_LIFT, with at least
-  RETRIEVAL_SCAN_MIN_SUPPORT uses and RETRIEVAL_SCAN_MIN_EFFECTIVE examinations, unless the chunk is
-  already at rank 1 for the neighbourhood's queries (a boost would change nothing); a **penalty**
-  when the upper bound is below the baseline by that factor. A contrary mark is evidence like any
-  other: it lowers the estimate, it blocks nothing, and a result relevant on balance is not penalised.
+  as uses, unhelpful or unsupported (also: used in an answer voted down) as non-uses.
+* **relevance** (the chance a chunk is used once looked at, in a neighbourhood) is estimated by
+  empirical Bayes: a prior fitted on all the window's (chunk, neighbourhood) groups — how relevance
+  is spread over them; in most windows most results shown are rarely used and a few often — updated
+  by the group's own uses and expected examinations. Where most results go unused, a few skips
+  already say much; where a group has little evidence, the prior keeps it near the population.
+* a **boost** when the posterior probability that the chunk beats the neighbourhood's baseline (its
+  uses / examinations over all its chunks, shrunk toward the global rate) by RETRIEVAL_SCAN_MIN_LIFT
+  is at least RETRIEVAL_SCAN_CONFIDENCE, with at least RETRIEVAL_SCAN_MIN_SUPPORT uses and
+  RETRIEVAL_SCAN_MIN_EFFECTIVE examinations, unless the chunk is already at rank 1 for the
+  neighbourhood's queries (a boost would change nothing); a **penalty** when it is that sure the chunk
+  trails the baseline by that factor. The multiplier is the posterior mean over the baseline, within
+  the weight bounds. A contrary mark is evidence like any other: it lowers the estimate, it blocks
+  nothing, and a result relevant on balance is not penalised.
 * **stale** content is penalised everywhere and **wrong-project** content within that project when
-  such marks reach RETRIEVAL_SCAN_MIN_SUPPORT and outweigh the chunk's uses (lower bound of their
-  share above one half).
+  such marks reach RETRIEVAL_SCAN_MIN_SUPPORT and outweigh the chunk's uses (the Wilson lower bound
+  of their share, at RETRIEVAL_SCAN_CONFIDENCE, above one half).
 
 One open candidate per chunk: a chunk's neighbourhoods that agree make one query-scoped weight
 anchored on their queries (the stronger direction wins when they disagree). The evidence, the
-thresholds and the propensity model are in ``proposed_learning["evidence"]``.
+thresholds, the propensity model and the relevance prior are in ``proposed_learning["evidence"]``.
 
 The scan reads the trace rollups (``retrieval.rollups``), refreshed incrementally first.
 """
@@ -38,8 +45,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
 from typing import Any
 
+import numpy as np
 from django.db.models import Case, F, FloatField, IntegerField, Sum, Value, When
 
 from accounts.actors import Actor
@@ -69,6 +78,7 @@ class ScanReport:
     skipped_decided: int = 0  # the same change is already applied (or paused), or was rejected on as much evidence
     already_first: int = 0  # boosts not proposed: the chunk is already at rank 1 there
     propensity: dict[str, Any] = field(default_factory=dict)
+    relevance_prior: dict[str, Any] = field(default_factory=dict)
     rollups: dict[str, Any] = field(default_factory=dict)
 
 
@@ -77,15 +87,28 @@ class Propensity:
     """Examination probability by displayed rank: p(r) = max(floor, (1/r)^eta)."""
 
     eta: float
-    source: str  # "exploration" or "prior"
+    source: str  # "prior" (no explored clicks) or "exploration" (the prior updated by explored clicks)
     explored: int  # explored results with feedback behind the estimate
     floor: float
+    sd: float = 0.0  # the posterior standard deviation of eta
+    clicks: int = 0  # uses among the explored results
 
     def at(self, rank: int) -> float:
         return max(self.floor, float(rank) ** -self.eta)
 
+    def shifted(self, by: float) -> Propensity:
+        """The same model with eta moved by ``by`` (never below 0)."""
+        return Propensity(max(0.0, self.eta + by), self.source, self.explored, self.floor, sd=0.0, clicks=self.clicks)
+
     def describe(self) -> dict[str, Any]:
-        return {"model": "(1/rank)^eta", "eta": round(self.eta, 3), "source": self.source, "explored": self.explored}
+        return {
+            "model": "(1/rank)^eta",
+            "eta": round(self.eta, 3),
+            "eta_sd": round(self.sd, 3),
+            "source": self.source,
+            "explored": self.explored,
+            "explored_clicks": self.clicks,
+        }
 
 
 def wilson(successes: float, n: float, z: float) -> tuple[float, float]:
@@ -100,8 +123,15 @@ def wilson(successes: float, n: float, z: float) -> tuple[float, float]:
 
 
 def propensity_estimate() -> Propensity:
-    """Fit eta to the click-through of explored results by rank (randomised placement makes the
-    relevance behind each rank the same, so click-through falls with rank only by examination)."""
+    """The posterior mean of eta given the click-through of explored results by rank (randomised
+    placement makes the relevance behind each rank the same, so click-through falls with rank only
+    by examination) and a normal prior N(RETRIEVAL_SCAN_PRIOR_ETA, RETRIEVAL_SCAN_PRIOR_ETA_SD²).
+
+    The information about eta is in the clicks, not in the results shown: a few dozen clicks leave
+    the likelihood nearly flat (a maximum-likelihood fit then lands anywhere on the grid: 13 clicks
+    once gave 2.76 where users examined as 1/r), so the estimate moves from the prior only as far
+    as the clicks carry it. The average relevance of the explored results (the scale) is profiled
+    out."""
     conf = promotions_settings
     engaged = F("skipped") + F("clicked") + F("helpful") + F("unhelpful") + F("unsupported")
     by_rank = {
@@ -113,20 +143,107 @@ def propensity_estimate() -> Propensity:
     }
     total = sum(n for n, _ in by_rank.values())
     clicks = sum(c for _, c in by_rank.values())
-    ranks = [r for r, (n, _) in by_rank.items() if n > 0]
-    prior = Propensity(conf.RETRIEVAL_SCAN_PRIOR_ETA, "prior", total, conf.RETRIEVAL_SCAN_MIN_PROPENSITY)
-    if total < conf.RETRIEVAL_SCAN_MIN_EXPLORED or len(ranks) < 2 or clicks == 0:
-        return prior
-    best, best_ll = prior.eta, -math.inf
+    mean, sd, floor = (
+        conf.RETRIEVAL_SCAN_PRIOR_ETA,
+        conf.RETRIEVAL_SCAN_PRIOR_ETA_SD,
+        conf.RETRIEVAL_SCAN_MIN_PROPENSITY,
+    )
+    if clicks == 0 or len([r for r, (n, _) in by_rank.items() if n > 0]) < 2:
+        return Propensity(mean, "prior", total, floor, sd=sd, clicks=clicks)
+    log_posterior = []
     for eta in ETA_GRID:
         scale = clicks / sum(n * r**-eta for r, (n, _) in by_rank.items())
-        ll = 0.0
+        ll = -((eta - mean) ** 2) / (2 * sd * sd)
         for r, (n, c) in by_rank.items():
             q = min(1 - 1e-9, scale * r**-eta)
             ll += c * math.log(q) + (n - c) * math.log(1 - q)
-        if ll > best_ll:
-            best, best_ll = eta, ll
-    return Propensity(best, "exploration", total, conf.RETRIEVAL_SCAN_MIN_PROPENSITY)
+        log_posterior.append(ll)
+    top = max(log_posterior)
+    weights = [math.exp(ll - top) for ll in log_posterior]
+    norm = sum(weights)
+    eta = sum(e * w for e, w in zip(ETA_GRID, weights, strict=True)) / norm
+    spread = math.sqrt(sum((e - eta) ** 2 * w for e, w in zip(ETA_GRID, weights, strict=True)) / norm)
+    return Propensity(eta, "exploration", total, floor, sd=spread, clicks=clicks)
+
+
+GRID = (np.arange(100) + 0.5) / 100  # relevance values the prior puts its mass on
+PRIOR_FIT_GROUPS = 5_000  # groups the prior is fitted on at most (a deterministic sample of a larger window)
+PRIOR_FIT_ROUNDS = 200
+
+
+@dataclass
+class RelevancePrior:
+    """Empirical Bayes: how relevant a chunk is to a neighbourhood before its own evidence is seen,
+    a distribution over GRID fitted on all the window's groups (the nonparametric maximum-likelihood
+    prior of Kiefer and Wolfowitz, by EM), blended with a uniform prior worth
+    RETRIEVAL_SCAN_PRIOR_GROUPS groups so that a small window does not overrule a group's own evidence."""
+
+    weights: np.ndarray
+    fitted_on: int  # groups with evidence
+
+    def posterior(self, used: float, examined: float) -> np.ndarray:
+        """The posterior over GRID after ``used`` uses in ``examined`` expected examinations (uses
+        capped at the examinations: an inverse-propensity count above them is certainty, not more)."""
+        used = min(max(used, 0.0), examined)
+        log = used * np.log(GRID) + (examined - used) * np.log1p(-GRID) + np.log(self.weights)
+        p = np.exp(log - log.max())
+        return p / p.sum()
+
+    def describe(self) -> dict[str, Any]:
+        mean = float(GRID @ self.weights)
+        return {
+            "model": "nonparametric empirical Bayes (EM on a grid of 100), blended with a uniform prior",
+            "mean": round(mean, 4),
+            "below_0.1": round(float(self.weights[GRID < 0.1].sum()), 3),
+            "above_0.3": round(float(self.weights[GRID > 0.3].sum()), 3),
+            "fitted_on": self.fitted_on,
+        }
+
+
+def relevance_prior(groups: list[dict[str, Any]]) -> RelevancePrior:
+    """Fit the prior to the groups' (uses, examinations): EM on the mixing weights of GRID."""
+    rows = np.array([(min(g["used"] or 0.0, g["examined"]), g["examined"]) for g in groups if g["examined"] > 0])
+    uniform = np.full(len(GRID), 1 / len(GRID))
+    if not len(rows):
+        return RelevancePrior(uniform, 0)
+    if len(rows) > PRIOR_FIT_GROUPS:
+        rows = rows[np.random.default_rng(0).choice(len(rows), PRIOR_FIT_GROUPS, replace=False)]
+    u, e = rows[:, :1], rows[:, 1:]
+    likelihood = np.exp(u * np.log(GRID) + (e - u) * np.log1p(-GRID))  # groups x grid
+    w = uniform.copy()
+    for _ in range(PRIOR_FIT_ROUNDS):
+        joint = likelihood * w
+        w = (joint / joint.sum(axis=1, keepdims=True)).mean(axis=0)
+    n, pseudo = len(rows), promotions_settings.RETRIEVAL_SCAN_PRIOR_GROUPS
+    return RelevancePrior((n * w + pseudo * uniform) / (n + pseudo), n)
+
+
+def _quantiles(posteriors: np.ndarray, q: float) -> np.ndarray:
+    """The q-quantile of each row of ``posteriors`` (over GRID, each point's mass spread evenly over its cell)."""
+    cdf = np.cumsum(posteriors, axis=1)
+    cell = np.minimum((cdf < q).sum(axis=1), len(GRID) - 1)
+    rows = np.arange(len(posteriors))
+    before = np.where(cell > 0, cdf[rows, np.maximum(cell - 1, 0)], 0.0)
+    inside = np.clip((q - before) / np.maximum(posteriors[rows, cell], 1e-300), 0.0, 1.0)
+    return (cell + inside) / len(GRID)
+
+
+def _summaries(prior: RelevancePrior, groups: list[dict[str, Any]], confidence: float) -> np.ndarray:
+    """Per group (rows in order): the posterior's lower quantile, upper quantile and mean, computed
+    in blocks (a window may hold hundreds of thousands of groups)."""
+    out = np.zeros((len(groups), 3))
+    log_prior = np.log(prior.weights)
+    for start in range(0, len(groups), 20_000):
+        block = groups[start : start + 20_000]
+        e = np.array([g["examined"] for g in block])[:, None]
+        u = np.minimum(np.maximum(np.array([g["used"] for g in block])[:, None], 0.0), e)
+        log = u * np.log(GRID) + (e - u) * np.log1p(-GRID) + log_prior
+        post = np.exp(log - log.max(axis=1, keepdims=True))
+        post /= post.sum(axis=1, keepdims=True)
+        out[start : start + len(block), 0] = _quantiles(post, 1 - confidence)
+        out[start : start + len(block), 1] = _quantiles(post, confidence)
+        out[start : start + len(block), 2] = post @ GRID
+    return out
 
 
 def _evidence_sums(propensity: Propensity) -> dict[str, Any]:
@@ -164,77 +281,146 @@ class Decision:
     keys: list[str] = field(default_factory=list)
 
 
-def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decision]:
+@dataclass
+class _Estimates:
+    """The evidence of every (chunk, project, neighbourhood) group under one propensity model."""
+
+    groups: dict[tuple[int, int | None, str], dict[str, Any]]
+    prior: RelevancePrior
+    baselines: dict[tuple[int | None, str], float]
+    global_rate: float
+
+
+def _estimates(propensities: list[Propensity]) -> list[_Estimates]:
+    """The evidence under each propensity model, from one pass over the rollups (and one over the
+    neighbourhoods' baselines): the models differ only in what an examination at a rank is worth."""
     conf = promotions_settings
-    z, lift = conf.RETRIEVAL_SCAN_CONFIDENCE_Z, conf.RETRIEVAL_SCAN_MIN_LIFT
-    sums = _evidence_sums(propensity)
-    overall = TraceRollup.objects.aggregate(examined=sums["examined"], used=sums["used"])
-    global_rate = (overall["used"] or 0.0) / (overall["examined"] or 1.0)
-    groups: list[dict[str, Any]] = [
-        dict(row)
-        for row in TraceRollup.objects.values("chunk_id", "project_id", "terms")
-        .annotate(**sums)
-        .filter(**{"examined__gte": conf.RETRIEVAL_SCAN_MIN_EFFECTIVE})
-        .order_by()
+    sums: dict[str, Any] = {}
+    for i, propensity in enumerate(propensities):
+        model_sums = _evidence_sums(propensity)
+        sums |= {f"examined_{i}": model_sums["examined"], f"used_{i}": model_sums["used"]}
+        sums |= {k: v for k, v in model_sums.items() if k not in ("examined", "used")}
+    overall = TraceRollup.objects.aggregate(**{k: sums[k] for k in sums if k.startswith(("examined_", "used_"))})
+    rows: list[dict[str, Any]] = [
+        dict(row) for row in TraceRollup.objects.values("chunk_id", "project_id", "terms").annotate(**sums).order_by()
     ]
-    report.groups += len(groups)
-    keys = {(g["project_id"], g["terms"]) for g in groups}
-    baselines: dict[tuple[int | None, str], float] = {}
-    terms = sorted({t for _, t in keys})
+    per_model: list[list[dict[str, Any]]] = []
+    for i in range(len(propensities)):
+        per_model.append(
+            [
+                {**g, "examined": g[f"examined_{i}"] or 0.0, "used": g[f"used_{i}"] or 0.0}
+                for g in rows
+                if g[f"examined_{i}"] is not None
+            ]
+        )
+    neighbourhoods = sorted(
+        {
+            (g["project_id"], g["terms"])
+            for found in per_model
+            for g in found
+            if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
+        },
+        key=str,
+    )
+    totals: dict[tuple[int | None, str], dict[str, Any]] = {}
+    terms = sorted({t for _, t in neighbourhoods})
     for start in range(0, len(terms), 500):
-        for row in (
+        for total in (
             TraceRollup.objects.filter(terms__in=terms[start : start + 500])
             .values("project_id", "terms")
-            .annotate(examined=sums["examined"], used=sums["used"])
+            .annotate(**{k: sums[k] for k in sums if k.startswith(("examined_", "used_"))})
             .order_by()
         ):
-            prior = conf.RETRIEVAL_SCAN_PRIOR
-            baselines[(row["project_id"], row["terms"])] = ((row["used"] or 0.0) + prior * global_rate) / (
-                (row["examined"] or 0.0) + prior
-            )
-    decisions = []
-    for g in groups:
-        baseline = baselines.get((g["project_id"], g["terms"]), global_rate)
-        if baseline <= 0:
-            continue
-        examined, used = g["examined"] or 0.0, g["used"] or 0.0
-        lower, upper = wilson(used, examined, z)
-        figures = {
-            "terms": g["terms"].split(),
-            "shown": g["shown_total"],
-            "positives": g["positives"],
-            "skips": g["skips"],
-            "negatives": g["negatives"],
-            "effective_examinations": round(examined, 3),
-            "weighted_uses": round(used, 3),
-            "relevance": round(min(1.0, used / examined), 4),
-            "lower": round(lower, 4),
-            "upper": round(upper, 4),
-            "baseline": round(baseline, 4),
-            "at_rank_1": round(g["first"] / g["natural"], 3) if g["natural"] else None,
+            totals[(total["project_id"], total["terms"])] = dict(total)
+    estimates = []
+    shrink = conf.RETRIEVAL_SCAN_PRIOR
+    for i, found in enumerate(per_model):
+        global_rate = (overall[f"used_{i}"] or 0.0) / (overall[f"examined_{i}"] or 1.0)
+        prior = relevance_prior(found)
+        groups = {
+            (g["chunk_id"], g["project_id"], g["terms"]): g
+            for g in found
+            if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
         }
-        weight = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
-        # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
-        on_balance = used > weight * (g["negatives"] or 0)
-        if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT:
-            if g["natural"] and g["first"] >= AT_TOP * g["natural"]:
-                report.already_first += 1
-                continue
-            # At least this much more relevant than the neighbourhood's average: the multiplier.
-            multiplier = max(MILDEST_BOOST, clamp_multiplier(lower / baseline))
-            kind = "helpful"
-        elif (
-            upper * lift <= baseline
-            and used <= examined / 2  # never penalise a result used at least as often as not
-            and (g["skips"] or 0) + (g["negatives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT
-        ):
-            multiplier = min(MILDEST_PENALTY, clamp_multiplier(upper / baseline))
-            kind = "unhelpful"
-        else:
-            continue
-        decisions.append(
-            Decision(g["chunk_id"], g["project_id"], kind, "query", multiplier, examined, [figures], keys=[g["terms"]])
-        )
+        baselines = {
+            key: ((total[f"used_{i}"] or 0.0) + shrink * global_rate) / ((total[f"examined_{i}"] or 0.0) + shrink)
+            for key, total in totals.items()
+        }
+        judged = list(groups.values())
+        summaries = _summaries(prior, judged, conf.RETRIEVAL_SCAN_CONFIDENCE)
+        for g, (lower, upper, mean) in zip(judged, summaries, strict=True):
+            g["lower"], g["upper"], g["mean"] = float(lower), float(upper), float(mean)
+        estimates.append(_Estimates(groups, prior, baselines, global_rate))
+    return estimates
+
+
+def _figures(g: dict[str, Any], baseline: float, eta: float) -> dict:
+    examined, used = g["examined"], g["used"]
+    return {
+        "terms": g["terms"].split(),
+        "shown": g["shown_total"],
+        "positives": g["positives"],
+        "skips": g["skips"],
+        "negatives": g["negatives"],
+        "eta": round(eta, 3),
+        "effective_examinations": round(examined, 3),
+        "weighted_uses": round(used, 3),
+        "relevance": round(min(1.0, used / examined), 4),
+        "posterior_mean": round(g["mean"], 4),
+        "lower": round(g["lower"], 4),
+        "upper": round(g["upper"], 4),
+        "baseline": round(baseline, 4),
+        "at_rank_1": round(g["first"] / g["natural"], 3) if g["natural"] else None,
+    }
+
+
+def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decision]:
+    """Boosts and penalties per (chunk, neighbourhood). eta is known only within its spread, and the
+    error that matters differs by direction: examinations overestimated make skips look like
+    evidence against a chunk, underestimated make uses look like more relevance than there is. So a
+    penalty is judged with eta one posterior standard deviation higher (fewer examinations low on the
+    page) and a boost with it one lower: each must hold across the central credible interval."""
+    conf = promotions_settings
+    lift = conf.RETRIEVAL_SCAN_MIN_LIFT
+    if propensity.sd > 0:
+        for_boosts, for_penalties = _estimates([propensity.shifted(-propensity.sd), propensity.shifted(propensity.sd)])
+    else:
+        for_boosts = for_penalties = _estimates([propensity])[0]
+    report.relevance_prior = {"boosts": for_boosts.prior.describe(), "penalties": for_penalties.prior.describe()}
+    report.groups += len(set(for_boosts.groups) | set(for_penalties.groups))
+    weight = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
+    decisions = []
+    for key in sorted(set(for_boosts.groups) | set(for_penalties.groups), key=str):
+        decision = None
+        g = for_boosts.groups.get(key)
+        baseline = for_boosts.baselines.get((key[1], key[2]), for_boosts.global_rate) if g else 0.0
+        if g and baseline > 0:
+            lower, mean = g["lower"], g["mean"]
+            # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
+            on_balance = g["used"] > weight * (g["negatives"] or 0)
+            if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT:
+                if g["natural"] and g["first"] >= AT_TOP * g["natural"]:
+                    report.already_first += 1
+                    continue
+                # The posterior mean relevance over the neighbourhood's average: the multiplier.
+                multiplier = max(MILDEST_BOOST, clamp_multiplier(mean / baseline))
+                figures = _figures(g, baseline, propensity.eta - propensity.sd)
+                decision = ("helpful", multiplier, g["examined"], figures)
+        g = for_penalties.groups.get(key)
+        baseline = for_penalties.baselines.get((key[1], key[2]), for_penalties.global_rate) if g else 0.0
+        if decision is None and g and baseline > 0:
+            upper, mean = g["upper"], g["mean"]
+            if (
+                upper * lift <= baseline
+                and g["used"] <= g["examined"] / 2  # never penalise a result used at least as often as not
+                and (g["skips"] or 0) + (g["negatives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT
+            ):
+                multiplier = min(MILDEST_PENALTY, clamp_multiplier(mean / baseline))
+                figures = _figures(g, baseline, propensity.eta + propensity.sd)
+                decision = ("unhelpful", multiplier, g["examined"], figures)
+        if decision is not None:
+            kind, multiplier, strength, figures = decision
+            decisions.append(Decision(key[0], key[1], kind, "query", multiplier, strength, [figures], keys=[key[2]]))
     return decisions
 
 
@@ -242,7 +428,7 @@ def _problem_decisions(propensity: Propensity) -> list[Decision]:
     """Stale content (everywhere) and wrong-project content (within the project): marks of that kind
     that reach the support and outweigh the chunk's uses."""
     conf = promotions_settings
-    support, z = conf.RETRIEVAL_SCAN_MIN_SUPPORT, conf.RETRIEVAL_SCAN_CONFIDENCE_Z
+    support, z = conf.RETRIEVAL_SCAN_MIN_SUPPORT, NormalDist().inv_cdf(conf.RETRIEVAL_SCAN_CONFIDENCE)
     decisions = []
     for kind, scope, by in (
         ("stale", "global", ("chunk_id",)),
@@ -387,10 +573,11 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
     thresholds = {
         "min_effective_examinations": conf.RETRIEVAL_SCAN_MIN_EFFECTIVE,
         "min_support": conf.RETRIEVAL_SCAN_MIN_SUPPORT,
-        "confidence_z": conf.RETRIEVAL_SCAN_CONFIDENCE_Z,
+        "confidence": conf.RETRIEVAL_SCAN_CONFIDENCE,
         "min_lift": conf.RETRIEVAL_SCAN_MIN_LIFT,
         "explicit_weight": conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT,
         "min_propensity": conf.RETRIEVAL_SCAN_MIN_PROPENSITY,
+        "prior_groups": conf.RETRIEVAL_SCAN_PRIOR_GROUPS,
     }
     decisions = _per_chunk([*_problem_decisions(propensity), *_query_decisions(propensity, report)])
 
@@ -422,8 +609,13 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
             "project": project.slug if (project and d.scope == "project") else None,
             "reason": d.kind,
             "evidence": {
-                "estimator": "uses / expected examinations (inverse propensity), Wilson bounds",
+                "estimator": (
+                    "uses in expected examinations (inverse propensity), posterior under an empirical-Bayes prior"
+                    if d.scope == "query"
+                    else "share of the verdicts, Wilson bound"
+                ),
                 "propensity": report.propensity,
+                "relevance_prior": report.relevance_prior,
                 "thresholds": thresholds,
                 "shown": sum(f.get("shown") or 0 for f in d.figures),
                 "positives": sum(f.get("positives") or 0 for f in d.figures),
