@@ -10,6 +10,10 @@ the analysis sweep at once (:class:`SweepOnConnect`): a Redis broker that restar
 persistence has lost every task queued before it went down, and the messages stored during the
 outage had none (their enqueue failed, or a lost task's coalescing mark held it back), so without
 it they would wait for beat's next sweep.
+
+A task queued while a request was served carries that request's id (``X-Request-ID``) in a message
+header; the worker makes it current while the task runs, so the task's log lines (and Celery's own
+"succeeded"/"failed" lines for it) name the request that caused them, as the web server's do.
 """
 
 import logging
@@ -17,9 +21,18 @@ import os
 from typing import Any
 
 from celery import Celery, bootsteps
-from celery.signals import worker_process_init
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    before_task_publish,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+)
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
+
+from config import request_id
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
@@ -86,3 +99,41 @@ def _background_work(**_kwargs) -> None:
     from threadpoolctl import threadpool_limits  # noqa: PLC0415 - only in worker processes
 
     threadpool_limits(limits=1)
+
+
+# The message header that carries the id of the request that queued a task.
+REQUEST_ID_HEADER = "request_id"
+
+
+@before_task_publish.connect
+def _send_the_request_id(headers: dict | None = None, **_kwargs) -> None:
+    current = request_id.current_request_id()
+    if current is not None and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, current)
+
+
+@task_prerun.connect
+def _bind_the_request_id(task: Any = None, **_kwargs) -> None:
+    """Runs in the worker before the task. Eagerly run tasks have no header and keep the id already
+    current (the request's own)."""
+    sent = task.request.get(REQUEST_ID_HEADER) if task is not None else None
+    if isinstance(sent, str) and request_id.request_id_from(sent) == sent:
+        task.request.request_id_token = request_id.bind(sent)
+
+
+@task_postrun.connect
+def _unbind_the_request_id(task: Any = None, **_kwargs) -> None:
+    token = task.request.get("request_id_token") if task is not None else None
+    if token is not None:
+        request_id.unbind(token)
+        task.request.request_id_token = None
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _log_the_request_id(logger: logging.Logger, **_kwargs) -> None:
+    """The worker's handlers get the filter that ``CELERY_WORKER_LOG_FORMAT`` and
+    ``CELERY_WORKER_TASK_LOG_FORMAT``'s ``%(request_id)s`` need ("-" outside a request's task)."""
+    for handler in logger.handlers:
+        if not any(isinstance(f, request_id.RequestIdLogFilter) for f in handler.filters):
+            handler.addFilter(request_id.RequestIdLogFilter())

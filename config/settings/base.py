@@ -215,6 +215,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = env.float("CELERY_BROKER_CONNECTION_TIMEOUT", default=2.0)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2}
+# Celery's formats with the id of the request that queued the task (config/celery.py).
+CELERY_WORKER_LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] [%(request_id)s] %(message)s"
+CELERY_WORKER_TASK_LOG_FORMAT = (
+    "[%(asctime)s: %(levelname)s/%(processName)s] [%(request_id)s] %(task_name)s[%(task_id)s]: %(message)s"
+)
 
 LOGGING = {
     "version": 1,

@@ -31,12 +31,20 @@ def test_a_request_is_stamped_by_the_worker(real_broker):
     key, raw = api_key_create(owner=user, name="worker-test")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    assert client.get("/api/v1/me").status_code == 200
+    trace = f"worker-test-{key.pk}"
+    assert client.get("/api/v1/me", HTTP_X_REQUEST_ID=trace).status_code == 200
     # Nothing ran in-process: the stamp appears only once the worker has run the task.
     assert wait_for(lambda: ApiKey.objects.get(pk=key.pk).last_used_at is not None), real_broker["log"].read_text()[
         -3000:
     ]
-    assert "accounts.api_key_mark_used" in real_broker["log"].read_text()
+    # The worker's lines for the task name the request that queued it.
+    assert wait_for(
+        lambda: any(
+            "accounts.api_key_mark_used" in line and f"[{trace}]" in line
+            for line in real_broker["log"].read_text().splitlines()
+        ),
+        timeout=10,
+    ), real_broker["log"].read_text()[-3000:]
 
 
 def test_healthz_sees_the_real_broker(real_broker):
