@@ -672,9 +672,11 @@ def _scan_generate(cursor, *, first: int, last: int, days: float, recent: bool) 
         [SCAN_QUERIES, *params, first, last],
     )
     cursor.execute(
-        "INSERT INTO retrieval_queries (id, created_at, tool_name, session_id, target_id, query_text, embedding, k) "
+        "INSERT INTO retrieval_queries (id, created_at, tool_name, session_id, target_id, query_text, embedding, k, "
+        "exploration_share, explored, exploration_first, exploration_pool) "
         "SELECT md5('t' || g)::uuid, created, 'bench', '', '', 'topic' || qid || ' flow over surface' || (qid %% 97), "
-        "'\\x00'::bytea, 10 FROM bench_traces",
+        "'\\x00'::bytea, 10, 0.05, explored, CASE WHEN explored THEN 4 END, CASE WHEN explored THEN 7 END "
+        "FROM bench_traces",
         [],
     )
     cursor.execute(
@@ -721,12 +723,25 @@ def _scan_chunks(cursor) -> None:
         "'[]', 'x', '{}', g::text, now(), now() FROM generate_series(0, %s) g",
         [SCAN_CHUNKS // 10 - 1],
     )
+    embedding = _stored_embedding(cursor)
     cursor.execute(
-        "INSERT INTO document_chunks (chunk_id, document_id, position, content, content_hash, embedding, metadata, "
-        "created_at) SELECT 'c' || g, 'd' || (g / 10), g %% 10, 'passage', g::text, '\\x00'::bytea, '{}', now() "
+        "INSERT INTO document_chunks (chunk_id, document_id, position, content, content_hash, embedding, metadata, "  # noqa: S608
+        f"created_at) SELECT 'c' || g, 'd' || (g / 10), g %% 10, 'passage', g::text, {embedding}, '{{}}', now() "
         "FROM generate_series(0, %s) g",
         [SCAN_CHUNKS - 1],
     )
+
+
+def _stored_embedding(cursor) -> str:
+    """A constant embedding in the chunk column's type: ``vector`` once pgvector is the engine (retrieval
+    0006), ``bytea`` before it (the scan reads no embedding)."""
+    cursor.execute(
+        "SELECT udt_name FROM information_schema.columns WHERE table_name = 'document_chunks' "
+        "AND column_name = 'embedding'"
+    )
+    if cursor.fetchone()[0] == "vector":
+        return "array_fill(0.05::real, ARRAY[384])::vector"
+    return "'\\x00'::bytea"
 
 
 def scan_part(args) -> None:

@@ -295,6 +295,7 @@ def _estimates(propensities: list[Propensity]) -> list[_Estimates]:
     """The evidence under each propensity model, from one pass over the rollups (and one over the
     neighbourhoods' baselines): the models differ only in what an examination at a rank is worth."""
     conf = promotions_settings
+    min_effective = conf.RETRIEVAL_SCAN_MIN_EFFECTIVE  # read once: every read of a setting is checked
     sums: dict[str, Any] = {}
     for i, propensity in enumerate(propensities):
         model_sums = _evidence_sums(propensity)
@@ -314,12 +315,7 @@ def _estimates(propensities: list[Propensity]) -> list[_Estimates]:
             ]
         )
     neighbourhoods = sorted(
-        {
-            (g["project_id"], g["terms"])
-            for found in per_model
-            for g in found
-            if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
-        },
+        {(g["project_id"], g["terms"]) for found in per_model for g in found if g["examined"] >= min_effective},
         key=str,
     )
     totals: dict[tuple[int | None, str], dict[str, Any]] = {}
@@ -337,11 +333,7 @@ def _estimates(propensities: list[Propensity]) -> list[_Estimates]:
     for i, found in enumerate(per_model):
         global_rate = (overall[f"used_{i}"] or 0.0) / (overall[f"examined_{i}"] or 1.0)
         prior = relevance_prior(found)
-        groups = {
-            (g["chunk_id"], g["project_id"], g["terms"]): g
-            for g in found
-            if g["examined"] >= conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
-        }
+        groups = {(g["chunk_id"], g["project_id"], g["terms"]): g for g in found if g["examined"] >= min_effective}
         baselines = {
             key: ((total[f"used_{i}"] or 0.0) + shrink * global_rate) / ((total[f"examined_{i}"] or 0.0) + shrink)
             for key, total in totals.items()
@@ -388,7 +380,7 @@ def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decisio
         for_boosts = for_penalties = _estimates([propensity])[0]
     report.relevance_prior = {"boosts": for_boosts.prior.describe(), "penalties": for_penalties.prior.describe()}
     report.groups += len(set(for_boosts.groups) | set(for_penalties.groups))
-    weight = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
+    weight, support = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT, conf.RETRIEVAL_SCAN_MIN_SUPPORT
     decisions = []
     for key in sorted(set(for_boosts.groups) | set(for_penalties.groups), key=str):
         decision = None
@@ -398,7 +390,7 @@ def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decisio
             lower, mean = g["lower"], g["mean"]
             # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
             on_balance = g["used"] > weight * (g["negatives"] or 0)
-            if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT:
+            if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= support:
                 if g["natural"] and g["first"] >= AT_TOP * g["natural"]:
                     report.already_first += 1
                     continue
@@ -413,7 +405,7 @@ def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decisio
             if (
                 upper * lift <= baseline
                 and g["used"] <= g["examined"] / 2  # never penalise a result used at least as often as not
-                and (g["skips"] or 0) + (g["negatives"] or 0) >= conf.RETRIEVAL_SCAN_MIN_SUPPORT
+                and (g["skips"] or 0) + (g["negatives"] or 0) >= support
             ):
                 multiplier = min(MILDEST_PENALTY, clamp_multiplier(mean / baseline))
                 figures = _figures(g, baseline, propensity.eta + propensity.sd)
