@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import re
 
+from lemminflect import getLemma
+
 MAX_DESCRIPTION = 300
 _SENTENCE = re.compile(
     r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\bMrs\.)(?<!\bProf\.)(?<!\be\.g\.)(?<!\bi\.e\.)"
     r"(?<=[.!?])\s+(?=[A-Z0-9'\"(])|\n+"
 )
-_ANYWHERE = re.compile(r"(?:,\s*)?\b(?:from now on|going forward|in future|in the future)\b(?:\s*,)?", re.IGNORECASE)
+_HABIT_PHRASE = (
+    r"from now on|going forward|in future|in the future|from here on(?: out| in)?|from this point (?:on|forward)|"
+    r"from today on"
+)
+_ANYWHERE = re.compile(rf"(?:,\s*)?\b(?:{_HABIT_PHRASE})\b(?:\s*,)?", re.IGNORECASE)
 SHORT_MESSAGE_WORDS = 30  # up to this, every sentence but small talk is kept
 _LEAD_IN = re.compile(
     r"^(?:(?:hey|hi|so|ok|okay|also|and|honestly|actually|btw|fyi|oh|um|look|right|one more thing|quick one|"
@@ -25,7 +31,11 @@ _LEAD_IN = re.compile(
     re.IGNORECASE,
 )
 _ASK_LEAD = re.compile(
-    r"^(?:(?:could|can|would|will) (?:you|u|ya)(?: please| pls| plz)?(?: (?:always|just))?\s+|"
+    r"^(?:(?:could|can|would|will) (?:you|u|ya)(?: please| pls| plz)?(?: (?:always|just))?"
+    r"(?: (?:be able|be so kind as) to)?(?: always)?\s+|"
+    # a request asked as a question: "is it possible to ...", "do you think you could ...", "any chance you could"
+    r"(?:is it|would it be|will it be) (?:possible|ok|okay|alright|feasible)(?: for you)? to(?: always)?\s+|"
+    r"(?:do you think )?(?:you could|any chance you could|any chance of)(?: please)?(?: always)?\s+|"
     r"i(?:'d| would)(?: really| much)? (?:like|prefer|love|rather)(?: it)?(?: if)?(?: you)?(?: to)?\s+|"
     r"i (?:want|need) you to\s+|i(?:'d| would) appreciate (?:it )?if you(?: could)?\s+|"
     r"i (?:prefer|like)(?: it)?(?: when you| if you)?\s+|"
@@ -34,11 +44,17 @@ _ASK_LEAD = re.compile(
     re.IGNORECASE,
 )
 _TRAILER = re.compile(
-    r"[\s,;:\u2014-]*\b(?:please|pls|plz|thanks|thank you|thx|from now on|going forward|in future|in the future|"
+    rf"[\s,;:\u2014-]*\b(?:please|pls|plz|thanks|thank you|thx|{_HABIT_PHRASE}|"
     r"in general|by default|always|every time|each time|for me|ok\??|okay\??|if you can|if possible)\b[\s.!?]*$",
     re.IGNORECASE,
 )
 _INLINE_PLEASE = re.compile(r"\b(?:please|pls|plz)\b", re.IGNORECASE)
+# "Would you mind using British spelling?" asks for "Use British spelling": the gerund is the instruction.
+_MIND = re.compile(
+    r"^(?:(?:would|could|do|will) (?:you|u) )?mind(?: please)?(?: (?:always|also|just))?\s+(?P<neg>not\s+)?"
+    r"(?P<verb>[a-z]+ing)\b",
+    re.IGNORECASE,
+)
 _STANDING = re.compile(
     r"\b(always|never|whenever|every|from now on|going forward|in future|by default|don't|do not|stop|avoid|"
     r"prefer|rather|instead of|not\b|no\b|use|call me|address me)",
@@ -70,7 +86,7 @@ def instruction(text: str) -> str:
         chosen = " ".join(_strip(s) if i == 0 else s for i, s in enumerate(sentences))
     result = _ANYWHERE.sub(",", chosen)
     for _ in range(3):  # lead-ins stack: "Hey, from now on, could you please ..."
-        stripped = _ASK_LEAD.sub("", _LEAD_IN.sub("", result))
+        stripped = _imperative(_ASK_LEAD.sub("", _LEAD_IN.sub("", result)))
         stripped = _TRAILER.sub("", stripped)
         if stripped == result:
             break
@@ -88,7 +104,25 @@ def instruction(text: str) -> str:
 
 
 def _strip(sentence: str) -> str:
-    return _ASK_LEAD.sub("", _LEAD_IN.sub("", sentence))
+    """A sentence less its lead-ins; a request asked as a question ("Could you stop ...?") is kept as
+    the instruction it asks for, so its question mark goes too."""
+    stripped = _imperative(_ASK_LEAD.sub("", _LEAD_IN.sub("", sentence)))
+    if stripped != sentence and stripped.endswith("?"):
+        stripped = stripped[:-1].rstrip() + "."
+    return stripped
+
+
+def _imperative(text: str) -> str:
+    """ "(would you) mind using X" -> "use X", "mind not adding X" -> "don't add X" (the user's verb, in
+    the base form lemminflect gives it)."""
+    match = _MIND.match(text)
+    if match is None:
+        return text
+    lemmas = getLemma(match["verb"].lower(), upos="VERB")
+    if not lemmas:
+        return text
+    verb = ("don't " if match["neg"] else "") + lemmas[0]
+    return verb + text[match.end() :]
 
 
 def memory_content(text: str) -> str:

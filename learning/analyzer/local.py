@@ -26,7 +26,7 @@ import numpy as np
 from core.embeddings import get_embedder
 from learning.analyzer import describe
 from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, PreferenceFinding
-from learning.analyzer.features import turn_from_context
+from learning.analyzer.features import sets_a_rule_for_later, turn_from_context
 from learning.analyzer.model import NO_AXIS, Models, embed_texts, embed_turns
 from learning.analyzer.store import fitted_models
 from learning.analyzer.workflows import workflow_finding
@@ -106,6 +106,9 @@ class LocalAnalyzer:
                 steering=True,
             )
         storable = probs.get("preference", 0.0) + probs.get("memory", 0.0)
+        # A message that says it is a rule for later is no instance of a task, even when the type model is
+        # unsure it is a preference: said three times, it is never a workflow.
+        standing = sets_a_rule_for_later(text)
         if (label in ("preference", "memory") and storable < STORE_MIN) or (
             label in ("correction", "pain_point") and confidence < ABSTAIN_BELOW
         ):
@@ -151,7 +154,7 @@ class LocalAnalyzer:
                 reasoning=f"a durable statement about the user, p={confidence:.2f}",
                 analyzer=self.name,
             )
-        workflow = workflow_finding(item)
+        workflow = None if standing else workflow_finding(item)
         if workflow is not None:
             return Analysis(
                 detected="workflow",
