@@ -23,6 +23,9 @@ _HABIT_PHRASE = (
     r"from today on"
 )
 _ANYWHERE = re.compile(rf"(?:,\s*)?\b(?:{_HABIT_PHRASE})\b(?:\s*,)?", re.IGNORECASE)
+# Markers that are words of content elsewhere ("questions about tax in general") go only when set off
+# by commas: "Could you, in general, skip the pleasantries?"
+_ENCLOSED = re.compile(r",\s*(?:in general|generally|by default|as a rule|always|usually)\s*,", re.IGNORECASE)
 SHORT_MESSAGE_WORDS = 30  # up to this, every sentence but small talk is kept
 _LEAD_IN = re.compile(
     r"^(?:(?:hey|hi|so|ok|okay|also|and|honestly|actually|btw|fyi|oh|um|look|right|one more thing|quick one|"
@@ -31,7 +34,7 @@ _LEAD_IN = re.compile(
     re.IGNORECASE,
 )
 _ASK_LEAD = re.compile(
-    r"^(?:(?:could|can|would|will) (?:you|u|ya)(?: please| pls| plz)?(?: (?:always|just))?"
+    r"^(?:(?:could|can|would|will) (?:you|u|ya),?(?: please| pls| plz)?(?: (?:always|just))?"
     r"(?: (?:be able|be so kind as) to)?(?: always)?\s+|"
     # a request asked as a question: "is it possible to ...", "do you think you could ...", "any chance you could"
     r"(?:is it|would it be|will it be) (?:possible|ok|okay|alright|feasible)(?: for you)? to(?: always)?\s+|"
@@ -84,7 +87,7 @@ def instruction(text: str) -> str:
         chosen = max(sentences, key=lambda s: (bool(_STANDING.search(s)), -sentences.index(s)))
     else:
         chosen = " ".join(_strip(s) if i == 0 else s for i, s in enumerate(sentences))
-    result = _ANYWHERE.sub(",", chosen)
+    result = _ENCLOSED.sub(",", _ANYWHERE.sub(",", chosen))
     for _ in range(3):  # lead-ins stack: "Hey, from now on, could you please ..."
         stripped = _imperative(_ASK_LEAD.sub("", _LEAD_IN.sub("", result)))
         stripped = _TRAILER.sub("", stripped)

@@ -87,6 +87,11 @@ def test_a_one_off_request_asked_as_a_question_learns_nothing(analyzer, text):
         ),
         ("Do you think you could put the verdict first in future?", "Put the verdict first."),
         ("Could you stop adding a glossary? I know the terms.", "Stop adding a glossary. I know the terms."),
+        # A marker set off by commas between the ask and the verb.
+        ("Can you, going forward, drop the closing line?", "Drop the closing line."),
+        ("Could you, as a rule, quote prices with VAT?", "Quote prices with VAT."),
+        # ... but words of content are kept where they are not set off.
+        ("Could you always explain rules in general terms?", "Explain rules in general terms."),
     ],
 )
 def test_a_question_is_stored_as_the_instruction_it_asks_for(text, expected):
