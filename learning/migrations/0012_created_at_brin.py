@@ -8,21 +8,10 @@ embedded default, does not need it.
 
 from django.db import migrations
 
-CREATE = "CREATE INDEX IF NOT EXISTS agent_learning_usages_created_brin ON agent_learning_usages USING brin (created_at)"
-DROP = "DROP INDEX IF EXISTS agent_learning_usages_created_brin"
-
-
-def forwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE)
-
-
-def backwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
+from core.migrations_ops import created_at_brin
 
 
 class Migration(migrations.Migration):
     dependencies = [("learning", "0011_undo_entries")]
 
-    operations = [migrations.RunPython(forwards, backwards, elidable=False)]
+    operations = [created_at_brin("agent_learning_usages")]

@@ -11,6 +11,7 @@ from django.db import migrations
 from pgvector.django import VectorExtension
 
 import core.fields
+from core.migrations_ops import PostgresOnlySQL
 
 HNSW_INDEX = "chunk_embedding_hnsw"
 
@@ -49,18 +50,6 @@ CREATE_INDEX = (
     f"CREATE INDEX {HNSW_INDEX} ON document_chunks USING hnsw (embedding vector_ip_ops) "
     "WITH (m = 32, ef_construction = 128)"
 )
-
-
-class PostgresOnlySQL(migrations.RunSQL):
-    """SQL that only PostgreSQL runs (the vector column and its index); other databases skip it."""
-
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
 
 
 class CreateVectorExtension(VectorExtension):

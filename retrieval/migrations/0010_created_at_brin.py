@@ -8,21 +8,10 @@ embedded default, does not need it.
 
 from django.db import migrations
 
-CREATE = "CREATE INDEX IF NOT EXISTS ai_retrieval_feedback_created_brin ON ai_retrieval_feedback USING brin (created_at)"
-DROP = "DROP INDEX IF EXISTS ai_retrieval_feedback_created_brin"
-
-
-def forwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE)
-
-
-def backwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
+from core.migrations_ops import created_at_brin
 
 
 class Migration(migrations.Migration):
     dependencies = [("retrieval", "0009_admin_names")]
 
-    operations = [migrations.RunPython(forwards, backwards, elidable=False)]
+    operations = [created_at_brin("ai_retrieval_feedback")]
