@@ -171,6 +171,12 @@ PRIOR_FIT_GROUPS = 5_000  # groups the prior is fitted on at most (a determinist
 PRIOR_FIT_ROUNDS = 200
 
 
+def _log_likelihood(used: Any, examined: Any) -> np.ndarray:
+    """log P(``used`` uses in ``examined`` expected examinations | relevance) at every GRID point, the
+    binomial kernel with fractional counts (scalars, or column vectors for many groups at once)."""
+    return used * np.log(GRID) + (examined - used) * np.log1p(-GRID)
+
+
 @dataclass
 class RelevancePrior:
     """Empirical Bayes: how relevant a chunk is to a neighbourhood before its own evidence is seen,
@@ -185,7 +191,7 @@ class RelevancePrior:
         """The posterior over GRID after ``used`` uses in ``examined`` expected examinations (uses
         capped at the examinations: an inverse-propensity count above them is certainty, not more)."""
         used = min(max(used, 0.0), examined)
-        log = used * np.log(GRID) + (examined - used) * np.log1p(-GRID) + np.log(self.weights)
+        log = _log_likelihood(used, examined) + np.log(self.weights)
         p = np.exp(log - log.max())
         return p / p.sum()
 
@@ -209,7 +215,7 @@ def relevance_prior(groups: list[dict[str, Any]]) -> RelevancePrior:
     if len(rows) > PRIOR_FIT_GROUPS:
         rows = rows[np.random.default_rng(0).choice(len(rows), PRIOR_FIT_GROUPS, replace=False)]
     u, e = rows[:, :1], rows[:, 1:]
-    likelihood = np.exp(u * np.log(GRID) + (e - u) * np.log1p(-GRID))  # groups x grid
+    likelihood = np.exp(_log_likelihood(u, e))  # groups x grid
     w = uniform.copy()
     for _ in range(PRIOR_FIT_ROUNDS):
         joint = likelihood * w
@@ -237,7 +243,7 @@ def _summaries(prior: RelevancePrior, groups: list[dict[str, Any]], confidence: 
         block = groups[start : start + 20_000]
         e = np.array([g["examined"] for g in block])[:, None]
         u = np.minimum(np.maximum(np.array([g["used"] for g in block])[:, None], 0.0), e)
-        log = u * np.log(GRID) + (e - u) * np.log1p(-GRID) + log_prior
+        log = _log_likelihood(u, e) + log_prior
         post = np.exp(log - log.max(axis=1, keepdims=True))
         post /= post.sum(axis=1, keepdims=True)
         out[start : start + len(block), 0] = _quantiles(post, 1 - confidence)
@@ -537,17 +543,19 @@ def _decided(*, chunk_ids: list[int]) -> dict[str, list[tuple[str, str, float]]]
     return decided
 
 
-def _already_decided(decision: Decision, decided: list[tuple[str, str, float]]) -> bool:
+def _already_decided(
+    decision: Decision, decided: list[tuple[str, str, float]], *, renewal: float, min_effective: float
+) -> bool:
     """A person (or the ledger) has already answered this change for this chunk: the same change is
-    applied or paused, or was rejected and the evidence has not grown RETRIEVAL_SCAN_RENEWAL-fold
-    since. A contrary change (a penalty for a boosted chunk) is still proposed: it is news."""
-    renewal = promotions_settings.RETRIEVAL_SCAN_RENEWAL
+    applied or paused, or was rejected and the evidence has not grown ``renewal``-fold
+    (RETRIEVAL_SCAN_RENEWAL) since. A contrary change (a penalty for a boosted chunk) is still
+    proposed: it is news."""
     for status, reason, strength in decided:
         if reason != decision.kind:
             continue
         if status != PromotionStatus.REJECTED:
             return True
-        if decision.strength < renewal * max(strength, promotions_settings.RETRIEVAL_SCAN_MIN_EFFECTIVE):
+        if decision.strength < renewal * max(strength, min_effective):
             return True
     return False
 
@@ -581,7 +589,12 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
     fresh = [d for d in decisions if str(d.chunk_id) not in open_subjects]
     report.skipped_open = len(decisions) - len(fresh)
     decided = _decided(chunk_ids=[d.chunk_id for d in fresh])
-    undecided = [d for d in fresh if not _already_decided(d, decided.get(str(d.chunk_id), []))]
+    renewal, min_effective = conf.RETRIEVAL_SCAN_RENEWAL, conf.RETRIEVAL_SCAN_MIN_EFFECTIVE
+    undecided = [
+        d
+        for d in fresh
+        if not _already_decided(d, decided.get(str(d.chunk_id), []), renewal=renewal, min_effective=min_effective)
+    ]
     report.skipped_decided = len(fresh) - len(undecided)
     fresh = undecided
     state = TraceRollupState.objects.filter(pk=1).first()
