@@ -4,9 +4,6 @@ flagged, corrections read against the previous assistant turn, memories kept fai
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -15,9 +12,8 @@ from learning.analyzer.axes import AXES
 from learning.analyzer.base import AnalyzerInput, SimilarPrompt
 from learning.evaluation import keeps_key, predicted_type
 from learning.safety import steering_reasons
+from tests.learning.analyzer_cases import TRAINING_TEXTS, analyze
 
-DATA = Path(__file__).resolve().parents[2] / "learning" / "analyzer" / "data" / "labelled_messages.jsonl"
-TRAINING_TEXTS = {json.loads(line)["text"].lower() for line in DATA.read_text().splitlines() if line.strip()}
 CANNED = {  # the old catalogue's descriptions: a preference must never be replaced by one of these
     "Keep responses short and to the point",
     "Answer directly without asking follow-up questions",
@@ -26,13 +22,6 @@ CANNED = {  # the old catalogue's descriptions: a preference must never be repla
     "Start with a short summary",
     "Format answers as bullet points",
 }
-
-
-def analyze(analyzer, text, previous=None, earlier=(), **kw):
-    recent = [{"role": "user", "content": t} for t in earlier]
-    if previous:
-        recent.append({"role": "assistant", "content": previous})
-    return analyzer.analyze(AnalyzerInput(current_message=text, recent_context=recent, **kw))
 
 
 OPEN_PREFERENCES = [
@@ -176,6 +165,27 @@ def test_repeated_request_is_a_workflow_only_with_enough_matches(analyzer):
         ("Hey, going forward address me as Dr. Patel in drafts.", "Address me as Dr. Patel in drafts."),
         ("Actually, give me detailed explanations from now on.", "Give me detailed explanations."),
         ("Never use the word 'synergy', thanks!", "Never use the word 'synergy'."),
+        # Standing requests asked as questions (see test_analyzer_questions.py).
+        ("Could you answer in Spanish from now on?", "Answer in Spanish."),
+        ("Can you keep your answers short from now on?", "Keep your answers short."),
+        ("Would you mind using British spelling going forward?", "Use British spelling."),
+        ("From now on, could you use metric units?", "Use metric units."),
+        ("Is it possible to always include sources?", "Include sources."),
+        (
+            "Would it be possible to give oven temperatures in Celsius from here on?",
+            "Give oven temperatures in Celsius.",
+        ),
+        (
+            "Going forward, would you mind not starting emails with 'I hope this finds you well'?",
+            "Don't start emails with 'I hope this finds you well'.",
+        ),
+        ("Do you think you could put the verdict first in future?", "Put the verdict first."),
+        ("Could you stop adding a glossary? I know the terms.", "Stop adding a glossary. I know the terms."),
+        # A marker set off by commas between the ask and the verb.
+        ("Can you, going forward, drop the closing line?", "Drop the closing line."),
+        ("Could you, as a rule, quote prices with VAT?", "Quote prices with VAT."),
+        # ... but words of content are kept where they are not set off.
+        ("Could you always explain rules in general terms?", "Explain rules in general terms."),
     ],
 )
 def test_the_instruction_keeps_the_users_words(text, expected):

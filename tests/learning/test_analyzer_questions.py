@@ -8,19 +8,13 @@ reports, the others were written for these tests in other words and other domain
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from learning.analyzer import describe
 from learning.analyzer.base import AnalyzerInput, SimilarPrompt
 from learning.analyzer.model import NO_AXIS
 from learning.evaluation import keeps_key, predicted_type
 from learning.models import LearnedWorkflow, Preference
-
-DATA = Path(__file__).resolve().parents[2] / "learning" / "analyzer" / "data" / "labelled_messages.jsonl"
-TRAINING_TEXTS = {json.loads(line)["text"].lower() for line in DATA.read_text().splitlines() if line.strip()}
+from tests.learning.analyzer_cases import TRAINING_TEXTS, analyze
 
 STANDING_QUESTIONS = [
     ("Could you answer in Spanish from now on?", ["spanish"]),
@@ -47,10 +41,6 @@ ONE_OFF_QUESTIONS = [
 ]
 
 
-def analyze(analyzer, text: str):
-    return analyzer.analyze(AnalyzerInput(current_message=text))
-
-
 @pytest.mark.parametrize(("text", "key"), STANDING_QUESTIONS)
 def test_a_standing_request_asked_as_a_question_is_a_preference(analyzer, text, key):
     assert text.lower() not in TRAINING_TEXTS
@@ -67,35 +57,6 @@ def test_a_one_off_request_asked_as_a_question_learns_nothing(analyzer, text):
     assert predicted_type(result) == "none", result
     assert result.preference is None
     assert result.memory is None
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("Could you answer in Spanish from now on?", "Answer in Spanish."),
-        ("Can you keep your answers short from now on?", "Keep your answers short."),
-        ("Would you mind using British spelling going forward?", "Use British spelling."),
-        ("From now on, could you use metric units?", "Use metric units."),
-        ("Is it possible to always include sources?", "Include sources."),
-        (
-            "Would it be possible to give oven temperatures in Celsius from here on?",
-            "Give oven temperatures in Celsius.",
-        ),
-        (
-            "Going forward, would you mind not starting emails with 'I hope this finds you well'?",
-            "Don't start emails with 'I hope this finds you well'.",
-        ),
-        ("Do you think you could put the verdict first in future?", "Put the verdict first."),
-        ("Could you stop adding a glossary? I know the terms.", "Stop adding a glossary. I know the terms."),
-        # A marker set off by commas between the ask and the verb.
-        ("Can you, going forward, drop the closing line?", "Drop the closing line."),
-        ("Could you, as a rule, quote prices with VAT?", "Quote prices with VAT."),
-        # ... but words of content are kept where they are not set off.
-        ("Could you always explain rules in general terms?", "Explain rules in general terms."),
-    ],
-)
-def test_a_question_is_stored_as_the_instruction_it_asks_for(text, expected):
-    assert describe.instruction(text) == expected
 
 
 def test_a_preference_said_three_times_is_reinforced_not_a_workflow(
