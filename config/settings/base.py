@@ -245,6 +245,10 @@ EMBEDDING_BACKEND = env.str("EMBEDDING_BACKEND", default="local")  # local | ope
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="text-embedding-3-small")
 if EMBEDDING_BACKEND not in ("local", "openai"):
     raise ImproperlyConfigured("EMBEDDING_BACKEND must be 'local' or 'openai'.")
+# The local model's arithmetic (core/embeddings.py): auto = bfloat16 where the CPU has it natively.
+EMBEDDING_PRECISION = env.str("EMBEDDING_PRECISION", default="auto")
+if EMBEDDING_PRECISION not in ("auto", "float32", "bfloat16"):
+    raise ImproperlyConfigured("EMBEDDING_PRECISION must be 'auto', 'float32' or 'bfloat16'.")
 CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},

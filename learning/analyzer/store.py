@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
+from core.embeddings import resolved_precision
+
 logger = logging.getLogger(__name__)
 
 _LEARNING = Path(__file__).resolve().parent.parent
@@ -69,6 +71,8 @@ def fit_digest() -> str:
         except metadata.PackageNotFoundError:
             version = "-"
         digest.update(f"{name}=={version}\n".encode())
+    # The vectors the fit saw: float32 and bfloat16 ones differ in the fifth decimal (core.embeddings).
+    digest.update(f"embedding precision {resolved_precision()}\n".encode())
     return digest.hexdigest()
 
 
