@@ -43,7 +43,7 @@ def test_an_unknown_precision_is_refused():
         resolved_precision("float16")
 
 
-def _vectors(model: LocalEmbedder, precision: str) -> np.ndarray:
+def _vectors(model: LocalEmbedder, precision: str, texts: list[str] = TEXTS) -> np.ndarray:
     """The texts' vectors from the session's model, run in the given precision."""
     original = (model.precision, model._autocast)
     import torch  # noqa: PLC0415 - the session's model already loaded it
@@ -53,7 +53,7 @@ def _vectors(model: LocalEmbedder, precision: str) -> np.ndarray:
         (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if precision == "bfloat16" else contextlib.nullcontext
     )
     try:
-        return model.embed(TEXTS)
+        return model.embed(texts)
     finally:
         model.precision, model._autocast = original
 
@@ -79,3 +79,17 @@ def test_the_analyzer_store_digest_names_the_precision(monkeypatch):
     full = store.fit_digest()
     monkeypatch.setattr(store, "resolved_precision", lambda: "bfloat16")
     assert store.fit_digest() != full
+
+
+def test_the_vectors_are_sentence_transformers_own(embedder):
+    """embed() calls the model's modules directly: in float32, the same vectors as
+    SentenceTransformer.encode, for short and long texts (truncated at the model's 256 tokens) and
+    across batches; in bfloat16, within the precision's own spread (encode pads other batches)."""
+    if not isinstance(embedder, LocalEmbedder):
+        pytest.skip("the local model only")
+    texts = [*TEXTS, "word " * 400, *(f"passage {i} about the lift of slender bodies" for i in range(70))]
+    expected = embedder.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    got = _vectors(embedder, "float32", texts)
+    assert got.shape == (len(texts), 384)
+    np.testing.assert_allclose(got, expected, atol=2e-6)
+    assert (_vectors(embedder, "bfloat16", texts) * expected).sum(axis=1).min() > 0.9995
