@@ -25,7 +25,9 @@ OUR_APPS = ("accounts", "feedback", "learning", "retrieval", "intelligence", "pr
 NO_FACTORY = {
     "retrieval.IndexGeneration",
     "retrieval.TraceRollup",
+    "retrieval.TraceRollupChange",
     "retrieval.TraceRollupMark",
+    "retrieval.TraceRollupOutside",
     "retrieval.TraceRollupState",
 }
 
