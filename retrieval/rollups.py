@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -238,6 +239,45 @@ def _count(rows: QuerySet, deltas: _Deltas) -> int:
     return n
 
 
+def _recount(rows: QuerySet, deltas: _Deltas) -> int:
+    """``_subtract`` then ``_count`` (rows all past the expired watermark), reading the rows once: what
+    each was counted as is taken back, what it is now is counted, and its mark row replaced."""
+    found = list(
+        _with_category(rows)
+        .annotate(counted_category=_counted_category())
+        .values_list(
+            "id", "query_text", "chunk_id", "project_id", "rank", "explored", "category_now", "counted_category"
+        )
+    )
+    taken: Counter[tuple] = Counter()
+    counted: Counter[tuple] = Counter()
+    marks = []
+    for feedback_id, text, chunk_id, project_id, rank, explored, now, before in found:
+        if chunk_id is None:
+            continue  # a result whose passage a re-import removed: evidence about no chunk
+        if before is not None:
+            taken[(text, chunk_id, project_id, rank, explored, before)] += 1
+        if now != NO_FEEDBACK:
+            counted[(text, chunk_id, project_id, rank, explored, now)] += 1
+            marks.append(TraceRollupMark(feedback_id=feedback_id, category=now))
+    fields = (*_GROUP, "category")
+    deltas.add(
+        ({**dict(zip(fields, key, strict=True)), "n": n} for key, n in taken.items()),
+        category_field="category",
+        sign=-1,
+    )
+    n = deltas.add(
+        ({**dict(zip(fields, key, strict=True)), "n": n} for key, n in counted.items()),
+        category_field="category",
+        sign=1,
+    )
+    ids = [row[0] for row in found if row[7] is not None]
+    for start in range(0, len(ids), BATCH):
+        TraceRollupMark.objects.filter(feedback_id__in=ids[start : start + BATCH]).delete()
+    TraceRollupMark.objects.bulk_create(marks, batch_size=BATCH)
+    return n
+
+
 def _in_step() -> tuple[bool, int]:
     """Every counted row has its mark row, and the rollups sum exactly those: after dropping the mark
     rows of deleted trace rows, the marks left must add up to the rollups. A deleted chunk takes
@@ -343,8 +383,7 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
                 rows = RetrievalFeedback.objects.filter(
                     trace_id__in=touched[start : start + BATCH // 10], id__gt=state.expired_id
                 )
-                _subtract(rows, state, deltas)
-                report.rechecked_rows += _count(rows, deltas)
+                report.rechecked_rows += _recount(rows, deltas)
         # 3. Rows not counted yet: past the watermark, without a mark row.
         fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(
             Exists(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")))
