@@ -648,7 +648,8 @@ queries drawn from 50,000 distinct texts with a skewed popularity, 5 % of search
 rank r with probability 1/r, uses a relevant result with probability 0.6, an irrelevant one with
 0.05, now and then marks an outcome). Then times: the first scan (the full aggregation into the
 rollups, the proposals and their audit events), a scan with nothing new, and a scan after
---scan-new new trace rows plus marks on --scan-marks older rows.
+--scan-new new trace rows plus marks on --scan-marks older rows. The promotions the earlier scans
+opened are kept, as in a deployment (the later scans skip chunks with an open or answered proposal).
 """
 
 SCAN_QUERIES = 50_000
@@ -810,7 +811,13 @@ def _scan_timings(args) -> None:
         began = time.perf_counter()
         report = retrieval_scan()
         print(f"{label}: {time.perf_counter() - began:.1f} s; {report}; load {os.getloadavg()[0]:.2f}", flush=True)
-    LearningPromotion.objects.filter(promotion_type="retrieval_weight").delete()  # the next scans propose again
+    # The promotions the scans opened stay, as in a deployment: the next scan skips a chunk with an open
+    # candidate or an answered change, and proposes only what is new.
+    print(
+        f"open retrieval-weight candidates: "
+        f"{LearningPromotion.objects.filter(promotion_type='retrieval_weight', status='candidate').count()}",
+        flush=True,
+    )
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM retrieval_queries")
         have = cursor.fetchone()[0]

@@ -18,6 +18,18 @@ class PostgresOnlySQL(migrations.RunSQL):
             super().database_backwards(app_label, schema_editor, from_state, to_state)
 
 
+class SqliteOnlySQL(migrations.RunSQL):
+    """SQL that only SQLite runs (its dialect of what a PostgresOnlySQL beside it does)."""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == "sqlite":
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == "sqlite":
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+
+
 def created_at_brin(table: str) -> PostgresOnlySQL:
     """A BRIN index on ``table.created_at`` (named ``<table>_created_brin``), PostgreSQL only. For
     append-mostly tables whose rows arrive in created_at order: the index stays a few pages however

@@ -35,7 +35,7 @@ from intelligence.models import IntelligenceTarget
 from learning.models import LearnedWorkflow, Memory, Preference
 from promotions.deletions import project_delete, target_delete
 from promotions.erasure import user_erase
-from promotions.models import LearningPromotion, ScanRun
+from promotions.models import LearningPromotion, RetrievalScanJudgement, RetrievalScanState, ScanRun
 from retrieval.models import Chunk
 
 # The rows a promotion's subject names, where the subject is a row (others are groups of evidence:
@@ -148,6 +148,24 @@ class ScanRunAdmin(ReadOnlyAdmin):
     list_defer = ("report", "error")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
+
+
+@admin.register(RetrievalScanState)
+class RetrievalScanStateAdmin(ReadOnlyAdmin):
+    """What the retrieval scan's judgements are of (one row): the rollup generation and the reference."""
+
+    list_display = ("id", "generation", "updated_at")
+
+
+@admin.register(RetrievalScanJudgement)
+class RetrievalScanJudgementAdmin(ReadOnlyAdmin):
+    """The retrieval scan's judgement of each query neighbourhood: redone when its rollups change."""
+
+    list_display = ("terms", "project_id", "groups", "already_first", "decided")
+    search_fields = ("terms",)
+    list_defer = ("decisions",)
+    ordering = ("-decided", "terms")
+    show_full_result_count = False
 
 
 # --- deletions through the services that audit them ----------------------------------------------

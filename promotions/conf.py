@@ -57,6 +57,16 @@ class PromotionsSettings(AppSettings):
     RETRIEVAL_SCAN_SETTLE_SECONDS = Tunable(
         300, minimum=0, maximum=86_400, doc="seconds after which a trace row is surely committed (rollup watermark)"
     )
+    # The scan keeps its judgements and re-judges only the neighbourhoods whose rollups changed, under
+    # the propensity, global rate and relevance prior of the last full judgement, until a fresh fit of
+    # those has moved by more than this (eta and its spread by this much, the prior's CDF anywhere by
+    # this much, the global rate by this share): then it re-judges everything. 0: on any movement.
+    RETRIEVAL_SCAN_REJUDGE_TOLERANCE = Tunable(
+        0.01,
+        minimum=0.0,
+        maximum=0.5,
+        doc="movement of the fitted eta, relevance prior or global rate that makes the scan re-judge everything",
+    )
     # A query-scoped weight never reaches queries less similar than this to its evidence.
     RETRIEVAL_SCAN_MIN_NEIGHBOURHOOD = Tunable(
         0.85, minimum=0.5, maximum=1.0, doc="similarity a query needs to an anchor of a query-scoped weight"

@@ -167,3 +167,42 @@ class ScanRun(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status in OPEN_SCAN_STATUSES
+
+
+class RetrievalScanState(models.Model):
+    """What the retrieval scan's stored judgements are of (one row, locked while they change): the
+    trace rollups at ``generation``, judged under ``reference`` (the propensity model, global rates,
+    relevance priors, the prior's sample and a fingerprint of the settings they were fitted with)."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    generation = models.BigIntegerField(default=0)
+    reference = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "ai_retrieval_scan_state"
+
+    def __str__(self) -> str:
+        return f"judged at rollup generation {self.generation}"
+
+
+class RetrievalScanJudgement(models.Model):
+    """One query neighbourhood's judgement by the retrieval scan: how many of its (chunk) groups had
+    the evidence to be judged, the boosts left out because the chunk is already first there, and the
+    boosts and penalties it decided (each with its figures). Redone when the neighbourhood's rollups
+    change; read by every scan, which proposes from them."""
+
+    ident = models.CharField(max_length=40, unique=True)  # a digest of (project, terms)
+    project_id = models.BigIntegerField(null=True, blank=True)  # a plain id, like the rollups' keys
+    terms = models.TextField()
+    groups = models.IntegerField(default=0)
+    already_first = models.IntegerField(default=0)
+    decided = models.IntegerField(default=0)  # how many decisions
+    decisions = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        db_table = "ai_retrieval_scan_judgements"
+        indexes = [models.Index(fields=["decided"], name="retrieval_judgement_decided")]
+
+    def __str__(self) -> str:
+        return f"{self.project_id or '-'} [{self.terms}]: {self.decided} of {self.groups}"

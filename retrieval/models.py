@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Now
 
 from core.fields import EmbeddingField, VectorEmbeddingField
 from retrieval.conf import WEIGHT_MAX, WEIGHT_MIN
@@ -229,6 +230,8 @@ class TraceRollup(models.Model):
 
     class Meta:
         db_table = "retrieval_trace_rollups"
+        # The scan re-reads the neighbourhoods that changed: by terms.
+        indexes = [models.Index("terms", name="retrieval_rollup_terms")]
 
     def __str__(self) -> str:
         return f"{self.chunk_id} [{self.terms}] #{self.rank}{'*' if self.explored else ''}: {self.shown} shown"
@@ -262,12 +265,47 @@ class TraceRollupState(models.Model):
     changed_since = models.DateTimeField(null=True, blank=True)
     keying = models.CharField(max_length=40, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
+    # Counts every change of the rollups (a refresh or an erasure that changed a count); the
+    # neighbourhoods each one changed are in TraceRollupChange. At reset_generation everything may have
+    # changed (a rebuild, or rollups that went with their deleted passage): readers start over.
+    generation = models.BigIntegerField(default=0)
+    reset_generation = models.BigIntegerField(default=0)
 
     class Meta:
         db_table = "retrieval_trace_rollup_state"
 
     def __str__(self) -> str:
         return f"settled {self.settled_id}, expired {self.expired_id}"
+
+
+class TraceRollupChange(models.Model):
+    """A query neighbourhood (project, terms) whose rollups one generation changed: what a reader that
+    judged the rollups at an earlier generation must look at again. The last CHANGE_LOG_GENERATIONS
+    generations are kept (``retrieval.rollups``)."""
+
+    generation = models.BigIntegerField(db_index=True)
+    project_id = models.BigIntegerField(null=True, blank=True)  # a plain id, like the rollups' keys
+    terms = models.TextField()
+
+    class Meta:
+        db_table = "retrieval_trace_rollup_changes"
+
+    def __str__(self) -> str:
+        return f"{self.generation}: {self.project_id or '-'} [{self.terms}]"
+
+
+class TraceRollupOutside(models.Model):
+    """A statement that deleted trace rows, or detached them from their passage, written by database
+    triggers on ``ai_retrieval_feedback`` (migration retrieval 0011). The next refresh checks the rollups
+    against the mark rows only when one is here, instead of on every refresh."""
+
+    at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "retrieval_trace_rollup_outside"
+
+    def __str__(self) -> str:
+        return f"{self.pk} at {self.at}"
 
 
 class WeightScope(models.TextChoices):

@@ -21,7 +21,16 @@ What was counted is always known, so it can be taken back exactly: every counted
 * rows leaving the scan window, and rows erased (``trace_rollups_forget``, called before a deletion),
   are subtracted the same way; a deleted chunk takes its rollups with it (cascade);
 * trace rows deleted any other way are noticed (the mark rows left must add up to the rollups) and
-  the rollups are rebuilt from the traces.
+  the rollups are rebuilt from the traces. That check is an anti-join over every mark row (seconds at
+  ten million traces), so it runs only when something could have put the rollups out of step: a
+  statement that deleted trace rows or detached them from their passage leaves a
+  ``TraceRollupOutside`` row (database triggers), and the next refresh checks then.
+
+Readers that derive something from the rollups (the retrieval scan's judgements) follow their
+*generation*: each refresh or erasure that changed a count adds one, and ``TraceRollupChange`` names the
+query neighbourhoods it changed, so that a reader re-reads only those (``trace_rollups_changed``). A
+rebuild, or rollups that went with a deleted passage (which neighbourhoods is not known then), resets:
+everything counts as changed.
 
 The watermark row is locked while the rollups change: two scans, or a scan and an erasure, never
 count the same row twice. Counts are upserted (``INSERT ... ON CONFLICT DO UPDATE``: SQLite and
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -52,7 +62,15 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from retrieval.models import RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark, TraceRollupState
+from retrieval.models import (
+    RetrievalFeedback,
+    RetrievalQuery,
+    TraceRollup,
+    TraceRollupChange,
+    TraceRollupMark,
+    TraceRollupOutside,
+    TraceRollupState,
+)
 from retrieval.scope import query_terms
 
 # The categories, in the order of the rollup's count columns (0: a search without feedback, not counted).
@@ -78,6 +96,7 @@ _PROBES = (
 BATCH = 2000
 logger = logging.getLogger(__name__)
 UPSERT_ROWS = 500  # 15 parameters a row: within SQLite's limit of 32,766 per statement
+CHANGE_LOG_GENERATIONS = 100  # generations whose changed neighbourhoods are kept; a reader further behind starts over
 
 
 @dataclass
@@ -89,6 +108,8 @@ class RollupReport:
     rechecked_rows: int = 0  # re-counted: their search got feedback, or they are within the settling margin
     expired_rows: int = 0
     rollups_written: int = 0
+    checked: bool = False  # checked against the mark rows (trace rows were deleted or detached since the last refresh)
+    generation: int = 0
 
 
 def keying_fingerprint() -> str:
@@ -135,6 +156,7 @@ class _Deltas:
         self.rows: dict[str, list] = {}
         self._terms: dict[str, str] = {}
         self.negative = False
+        self.neighbourhoods: set[tuple[int | None, str]] = set()  # (project, terms) of the rollups changed
 
     def add(self, grouped: Iterable[dict], *, category_field: str, sign: int) -> int:
         total = 0
@@ -162,6 +184,7 @@ class _Deltas:
         table = TraceRollup._meta.db_table
         updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in ("shown", *COUNTS))
         values = [(ident, *row) for ident, row in self.rows.items() if any(row[5:])]  # cancelled out: nothing
+        self.neighbourhoods = {(row[2], row[3]) for row in values}
         # Table and column names are this module's constants; the values are parameters. Many rows per
         # statement: one round trip per UPSERT_ROWS rollups.
         row_sql = f"({', '.join(['%s'] * len(columns))})"
@@ -216,17 +239,77 @@ def _count(rows: QuerySet, deltas: _Deltas) -> int:
     return n
 
 
-def _in_step() -> bool:
+def _recount(rows: QuerySet, deltas: _Deltas) -> int:
+    """``_subtract`` then ``_count`` (rows all past the expired watermark), reading the rows once: what
+    each was counted as is taken back, what it is now is counted, and its mark row replaced."""
+    found = list(
+        _with_category(rows)
+        .annotate(counted_category=_counted_category())
+        .values_list(
+            "id", "query_text", "chunk_id", "project_id", "rank", "explored", "category_now", "counted_category"
+        )
+    )
+    taken: Counter[tuple] = Counter()
+    counted: Counter[tuple] = Counter()
+    marks = []
+    for feedback_id, text, chunk_id, project_id, rank, explored, now, before in found:
+        if chunk_id is None:
+            continue  # a result whose passage a re-import removed: evidence about no chunk
+        if before is not None:
+            taken[(text, chunk_id, project_id, rank, explored, before)] += 1
+        if now != NO_FEEDBACK:
+            counted[(text, chunk_id, project_id, rank, explored, now)] += 1
+            marks.append(TraceRollupMark(feedback_id=feedback_id, category=now))
+    fields = (*_GROUP, "category")
+    deltas.add(
+        ({**dict(zip(fields, key, strict=True)), "n": n} for key, n in taken.items()),
+        category_field="category",
+        sign=-1,
+    )
+    n = deltas.add(
+        ({**dict(zip(fields, key, strict=True)), "n": n} for key, n in counted.items()),
+        category_field="category",
+        sign=1,
+    )
+    ids = [row[0] for row in found if row[7] is not None]
+    for start in range(0, len(ids), BATCH):
+        TraceRollupMark.objects.filter(feedback_id__in=ids[start : start + BATCH]).delete()
+    TraceRollupMark.objects.bulk_create(marks, batch_size=BATCH)
+    return n
+
+
+def _in_step() -> tuple[bool, int]:
     """Every counted row has its mark row, and the rollups sum exactly those: after dropping the mark
     rows of deleted trace rows, the marks left must add up to the rollups. A deleted chunk takes
     its rollups and its trace rows together, so it stays in step; trace rows deleted on their own
-    (not through ``trace_rollups_forget``) do not."""
+    (not through ``trace_rollups_forget``) do not. Returns whether they are in step, and how many
+    mark rows were dropped (counted rows that went together with their rollups)."""
     # Also the mark rows of results whose chunk a re-import removed: the chunk's rollups went with it.
-    TraceRollupMark.objects.exclude(
+    dropped, _ = TraceRollupMark.objects.exclude(
         Exists(RetrievalFeedback.objects.filter(pk=OuterRef("feedback_id"), chunk__isnull=False))
     ).delete()
     shown = TraceRollup.objects.aggregate(total=Sum("shown"))["total"] or 0
-    return shown == TraceRollupMark.objects.count()
+    return shown == TraceRollupMark.objects.count(), dropped
+
+
+def _log_changes(state: TraceRollupState, deltas: _Deltas, *, reset: bool = False) -> None:
+    """A new generation if the rollups changed: the neighbourhoods it changed (or, on a reset, that
+    everything may have), and the log trimmed to the last CHANGE_LOG_GENERATIONS."""
+    if not (reset or deltas.neighbourhoods):
+        return
+    state.generation += 1
+    if reset:
+        state.reset_generation = state.generation
+        TraceRollupChange.objects.all().delete()
+        return
+    TraceRollupChange.objects.bulk_create(
+        [
+            TraceRollupChange(generation=state.generation, project_id=project_id, terms=terms)
+            for project_id, terms in sorted(deltas.neighbourhoods, key=str)
+        ],
+        batch_size=BATCH,
+    )
+    TraceRollupChange.objects.filter(generation__lte=state.generation - CHANGE_LOG_GENERATIONS).delete()
 
 
 def _locked_state() -> TraceRollupState:
@@ -246,18 +329,29 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
     with transaction.atomic():
         state = _locked_state()
         fingerprint = keying_fingerprint()
-        if not rebuild and state.keying == fingerprint and not _in_step():
-            # Counted rows were deleted by a path that did not take them out (an ORM delete of
-            # traces outside erasure): the counts can no longer be corrected row by row.
-            logger.warning("trace rollups out of step with the traces: rebuilding them")
-            rebuild = True
+        reset = False
+        outside = TraceRollupOutside.objects.order_by("-id").values_list("id", flat=True).first()
+        if outside is not None:
+            # Trace rows were deleted or detached since the last refresh: by erasure (taken out
+            # already), with their passage (its rollups went with it), or by another path.
+            if not rebuild and state.keying == fingerprint:
+                in_step, dropped = _in_step()
+                report.checked = True
+                if not in_step:
+                    # Counted rows were deleted by a path that did not take them out (an ORM delete
+                    # of traces outside erasure): the counts can no longer be corrected row by row.
+                    logger.warning("trace rollups out of step with the traces: rebuilding them")
+                    rebuild = True
+                elif dropped:
+                    reset = True  # a passage's rollups went with it: which neighbourhoods, unknown
+            TraceRollupOutside.objects.filter(id__lte=outside).delete()
         if rebuild or state.keying != fingerprint:
             TraceRollup.objects.all().delete()
             TraceRollupMark.objects.all().delete()
             state.settled_id = state.expired_id = 0
             state.changed_since = None
             state.keying = fingerprint
-            report.rebuilt = True
+            report.rebuilt = reset = True
         deltas = _Deltas()
         # 1. Rows older than the window: ids grow with time, so the window starts at the first id in it.
         first_in_window = (
@@ -289,14 +383,14 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
                 rows = RetrievalFeedback.objects.filter(
                     trace_id__in=touched[start : start + BATCH // 10], id__gt=state.expired_id
                 )
-                _subtract(rows, state, deltas)
-                report.rechecked_rows += _count(rows, deltas)
+                report.rechecked_rows += _recount(rows, deltas)
         # 3. Rows not counted yet: past the watermark, without a mark row.
         fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(
             Exists(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")))
         )
         report.new_rows = _count(fresh, deltas)
         report.rollups_written = deltas.apply()
+        _log_changes(state, deltas, reset=reset)
         # 4. Settle: a row created before now - settle_seconds is committed by now (no search holds
         # its transaction that long), so every id up to the newest such row has been counted.
         settled = (
@@ -311,6 +405,7 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
             state.settled_id = settled
         state.changed_since = now
         state.save()
+        report.generation = state.generation
     return report
 
 
@@ -322,7 +417,26 @@ def trace_rollups_forget(*, rows: QuerySet) -> int:
         deltas = _Deltas()
         n = _subtract(rows, state, deltas)
         deltas.apply()
+        if deltas.neighbourhoods:
+            _log_changes(state, deltas)
+            state.save(update_fields=["generation", "reset_generation", "updated_at"])
     return n
+
+
+def trace_rollups_changed(*, since: int) -> tuple[int, set[tuple[int | None, str]] | None]:
+    """The rollups' generation now, and the (project, terms) neighbourhoods whose rollups changed
+    after generation ``since``; None when that is not known (a reset since, ``since`` 0, or further
+    back than the log keeps): everything may have changed. Read the generation before the rollups:
+    what is read after is at least that new."""
+    state = TraceRollupState.objects.filter(pk=1).first()
+    if state is None:
+        return 0, None
+    if since <= 0 or since > state.generation or since < state.reset_generation:
+        return state.generation, None
+    if since < state.generation - CHANGE_LOG_GENERATIONS:  # the log no longer reaches back
+        return state.generation, None
+    changed = TraceRollupChange.objects.filter(generation__gt=since, generation__lte=state.generation)
+    return state.generation, set(changed.values_list("project_id", "terms").distinct())
 
 
 def trace_rollups_full(*, days: int, now: datetime | None = None) -> dict[str, list]:

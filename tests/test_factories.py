@@ -23,9 +23,13 @@ OUR_APPS = ("accounts", "feedback", "learning", "retrieval", "intelligence", "pr
 # Rows only the code writes (bookkeeping, not data a test sets up).
 # Derived bookkeeping written only by its services (the vector index generation, the scan's trace rollups).
 NO_FACTORY = {
+    "promotions.RetrievalScanJudgement",
+    "promotions.RetrievalScanState",
     "retrieval.IndexGeneration",
     "retrieval.TraceRollup",
+    "retrieval.TraceRollupChange",
     "retrieval.TraceRollupMark",
+    "retrieval.TraceRollupOutside",
     "retrieval.TraceRollupState",
 }
 

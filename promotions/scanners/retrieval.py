@@ -37,28 +37,43 @@ One open candidate per chunk: a chunk's neighbourhoods that agree make one query
 anchored on their queries (the stronger direction wins when they disagree). The evidence, the
 thresholds, the propensity model and the relevance prior are in ``proposed_learning["evidence"]``.
 
-The scan reads the trace rollups (``retrieval.rollups``), refreshed incrementally first.
+The scan reads the trace rollups (``retrieval.rollups``), refreshed incrementally first, and keeps
+its judgement of each neighbourhood (``RetrievalScanJudgement``): a scan re-judges only the
+neighbourhoods whose rollups changed since the last one, under the reference the stored judgements
+were made with (propensity, global rates, relevance priors), and everything when a fresh fit of that
+reference has moved by more than RETRIEVAL_SCAN_REJUDGE_TOLERANCE (see ``_judgements``). Stale and
+wrong-project decisions are recomputed every scan (cheaply: only chunks with such marks are read).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from django.db.models import Case, F, FloatField, IntegerField, Sum, Value, When
+from django.db import transaction
+from django.db.models import F, QuerySet, Sum, Value, Window
+from django.db.models.functions import Mod, RowNumber
 
 from accounts.actors import Actor
 from accounts.models import Project
 from promotions.conf import promotions_settings
-from promotions.models import OPEN_STATUSES, LearningPromotion, PromotionStatus
+from promotions.models import (
+    OPEN_STATUSES,
+    LearningPromotion,
+    PromotionStatus,
+    RetrievalScanJudgement,
+    RetrievalScanState,
+)
 from promotions.services import Proposal, promotions_propose_bulk
 from retrieval.conf import clamp_multiplier, retrieval_settings
 from retrieval.models import Chunk, RetrievalFeedback, TraceRollup, TraceRollupState
-from retrieval.rollups import neighbourhood, trace_rollups_refresh
+from retrieval.rollups import neighbourhood, trace_rollups_changed, trace_rollups_refresh
 
 # The scanner's own choice of the mildest change worth proposing: a penalty lowers a weight by at
 # least 5%, a boost raises it by at least 5% (the outer bounds are retrieval's WEIGHT_MIN/WEIGHT_MAX).
@@ -80,6 +95,9 @@ class ScanReport:
     propensity: dict[str, Any] = field(default_factory=dict)
     relevance_prior: dict[str, Any] = field(default_factory=dict)
     rollups: dict[str, Any] = field(default_factory=dict)
+    # How the judgements were brought up to date: "full", "incremental" (the neighbourhoods changed)
+    # or "unchanged", why, and how far a fresh fit had moved from the reference (see _judgements).
+    judged: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -167,8 +185,11 @@ def propensity_estimate() -> Propensity:
 
 
 GRID = (np.arange(100) + 0.5) / 100  # relevance values the prior puts its mass on
-PRIOR_FIT_GROUPS = 5_000  # groups the prior is fitted on at most (a deterministic sample of a larger window)
+PRIOR_FIT_GROUPS = 5_000  # groups the prior is fitted on, about (a deterministic sample of a larger window)
 PRIOR_FIT_ROUNDS = 200
+# The judging rule's version: judgements stored under another are redone (with the settings, in the
+# reference's fingerprint).
+JUDGING = 1
 
 
 def _log_likelihood(used: Any, examined: Any) -> np.ndarray:
@@ -206,22 +227,36 @@ class RelevancePrior:
         }
 
 
-def relevance_prior(groups: list[dict[str, Any]]) -> RelevancePrior:
-    """Fit the prior to the groups' (uses, examinations): EM on the mixing weights of GRID."""
-    rows = np.array([(min(g["used"] or 0.0, g["examined"]), g["examined"]) for g in groups if g["examined"] > 0])
+def _fit_prior(used: np.ndarray, examined: np.ndarray) -> RelevancePrior:
+    """EM on the mixing weights of GRID, over the groups with evidence, in the order given."""
+    keep = examined > 0
+    u, e = np.minimum(used[keep], examined[keep])[:, None], examined[keep][:, None]
     uniform = np.full(len(GRID), 1 / len(GRID))
-    if not len(rows):
+    if not len(e):
         return RelevancePrior(uniform, 0)
-    if len(rows) > PRIOR_FIT_GROUPS:
-        rows = rows[np.random.default_rng(0).choice(len(rows), PRIOR_FIT_GROUPS, replace=False)]
-    u, e = rows[:, :1], rows[:, 1:]
     likelihood = np.exp(_log_likelihood(u, e))  # groups x grid
     w = uniform.copy()
     for _ in range(PRIOR_FIT_ROUNDS):
         joint = likelihood * w
         w = (joint / joint.sum(axis=1, keepdims=True)).mean(axis=0)
-    n, pseudo = len(rows), promotions_settings.RETRIEVAL_SCAN_PRIOR_GROUPS
+    n, pseudo = len(e), promotions_settings.RETRIEVAL_SCAN_PRIOR_GROUPS
     return RelevancePrior((n * w + pseudo * uniform) / (n + pseudo), n)
+
+
+def relevance_prior(groups: list[dict[str, Any]]) -> RelevancePrior:
+    """Fit the prior to the groups' (uses, examinations): EM on the mixing weights of GRID. The scan
+    passes a sample of a large window (``_modulus``)."""
+    used = np.array([float(g["used"] or 0.0) for g in groups])
+    examined = np.array([float(g["examined"]) for g in groups])
+    return _fit_prior(used, examined)
+
+
+def _modulus(groups_with_evidence: int) -> int:
+    """The prior is fitted on the groups of the chunks whose id is a multiple of this: every group of
+    a window of up to PRIOR_FIT_GROUPS, about that many of a larger one. A sample by chunk id is the
+    same whichever rows are read with it and moves little as the window does (a random draw of
+    positions in the list of groups changed wholesale with one group more)."""
+    return max(1, math.ceil(groups_with_evidence / PRIOR_FIT_GROUPS))
 
 
 def _quantiles(posteriors: np.ndarray, q: float) -> np.ndarray:
@@ -234,45 +269,215 @@ def _quantiles(posteriors: np.ndarray, q: float) -> np.ndarray:
     return (cell + inside) / len(GRID)
 
 
-def _summaries(prior: RelevancePrior, groups: list[dict[str, Any]], confidence: float) -> np.ndarray:
-    """Per group (rows in order): the posterior's lower quantile, upper quantile and mean, computed
-    in blocks (a window may hold hundreds of thousands of groups)."""
-    out = np.zeros((len(groups), 3))
+def _summaries(prior: RelevancePrior, used: np.ndarray, examined: np.ndarray, confidence: float) -> np.ndarray:
+    """Per group: the posterior's lower quantile, upper quantile and mean, computed in blocks (a
+    window may hold hundreds of thousands of groups). Row by row, so a group's figures do not depend
+    on the groups computed with it."""
+    out = np.zeros((len(used), 3))
     log_prior = np.log(prior.weights)
-    for start in range(0, len(groups), 20_000):
-        block = groups[start : start + 20_000]
-        e = np.array([g["examined"] for g in block])[:, None]
-        u = np.minimum(np.maximum(np.array([g["used"] for g in block])[:, None], 0.0), e)
+    for start in range(0, len(used), 20_000):
+        e = examined[start : start + 20_000, None]
+        u = np.minimum(np.maximum(used[start : start + 20_000, None], 0.0), e)
         log = _log_likelihood(u, e) + log_prior
         post = np.exp(log - log.max(axis=1, keepdims=True))
         post /= post.sum(axis=1, keepdims=True)
-        out[start : start + len(block), 0] = _quantiles(post, 1 - confidence)
-        out[start : start + len(block), 1] = _quantiles(post, confidence)
-        out[start : start + len(block), 2] = post @ GRID
+        out[start : start + len(e), 0] = _quantiles(post, 1 - confidence)
+        out[start : start + len(e), 1] = _quantiles(post, confidence)
+        out[start : start + len(e), 2] = (post * GRID).sum(axis=1)
     return out
 
 
-def _evidence_sums(propensity: Propensity) -> dict[str, Any]:
-    """SQL sums of the estimator's terms over rollup rows (examinations, uses, and the raw counts)."""
-    weight = promotions_settings.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
-    p = Case(
-        *[When(rank=r, then=Value(propensity.at(r))) for r in range(1, retrieval_settings.RETRIEVAL_MAX_K + 1)],
-        default=Value(propensity.floor),
-        output_field=FloatField(),
-    )
-    return {
-        "examined": Sum(
-            p * (F("skipped") + F("clicked")) + Value(weight) * (F("helpful") + F("unhelpful") + F("unsupported")),
-            output_field=FloatField(),
-        ),
-        "used": Sum(F("clicked") + Value(weight) * F("helpful"), output_field=FloatField()),
-        "shown_total": Sum("shown"),
-        "positives": Sum(F("clicked") + F("helpful")),
-        "negatives": Sum(F("unhelpful") + F("unsupported")),
-        "skips": Sum("skipped"),
-        "first": Sum(Case(When(rank=1, explored=False, then="shown"), default=0, output_field=IntegerField())),
-        "natural": Sum(Case(When(explored=False, then="shown"), default=0, output_field=IntegerField())),
+_ROLLUP_ROW = (
+    *("chunk_id", "project_id", "terms", "rank", "explored"),
+    *("shown", "skipped", "clicked", "helpful", "unhelpful", "unsupported"),
+)
+
+
+@dataclass
+class _Evidence:
+    """The rollups' integer counts per (chunk, project, neighbourhood) group, the groups in a fixed
+    order (by neighbourhood, then chunk). The estimator's float terms are computed from them one
+    column at a time, so that a group's figures are the same whichever other groups were read."""
+
+    keys: list[tuple[int, int | None, str]]
+    by_rank: np.ndarray  # groups x (K + 1): skipped + clicked at ranks 1..K, then at any other rank
+    counts: dict[str, np.ndarray]
+
+    def examined(self, propensity: Propensity, weight: float) -> np.ndarray:
+        """Expected examinations: p(rank) per skip or click, ``weight`` per explicit outcome."""
+        out = weight * self.counts["explicit"].astype(float)
+        k = self.by_rank.shape[1] - 1
+        for j, p in enumerate([propensity.at(r) for r in range(1, k + 1)] + [propensity.floor]):
+            out = out + self.by_rank[:, j] * p
+        return out
+
+    def used(self, weight: float) -> np.ndarray:
+        return self.counts["clicked"] + weight * self.counts["helpful"].astype(float)
+
+
+def _group_order(key: tuple[int, int | None, str]) -> tuple[str, int, int]:
+    return key[2], -1 if key[1] is None else key[1], key[0]
+
+
+def _evidence(*querysets: QuerySet, only: set[tuple[int | None, str]] | None = None) -> _Evidence:
+    """The groups of these rollup rows, or of those in the neighbourhoods ``only``."""
+    k = retrieval_settings.RETRIEVAL_MAX_K
+    found = [
+        row
+        for rows in querysets
+        for row in rows.values_list(*_ROLLUP_ROW).iterator(chunk_size=10_000)
+        if only is None or (row[1], row[2]) in only
+    ]
+    keys = sorted({(row[0], row[1], row[2]) for row in found}, key=_group_order)
+    index = {key: i for i, key in enumerate(keys)}
+    group = np.array([index[(row[0], row[1], row[2])] for row in found], dtype=np.int64)
+    values = np.array([row[3:] for row in found], dtype=np.int64).reshape(len(found), len(_ROLLUP_ROW) - 3)
+    rank, explored, shown, skipped, clicked, helpful, unhelpful, unsupported = values.T
+    natural = np.where(explored == 0, shown, 0)
+
+    def total(column: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(keys), dtype=np.int64)
+        np.add.at(out, group, column)
+        return out
+
+    by_rank = np.zeros((len(keys), k + 1), dtype=np.int64)
+    np.add.at(by_rank, (group, np.where((rank >= 1) & (rank <= k), rank - 1, k)), skipped + clicked)
+    counts = {
+        "explicit": total(helpful + unhelpful + unsupported),
+        "clicked": total(clicked),
+        "helpful": total(helpful),
+        "shown": total(shown),
+        "positives": total(clicked + helpful),
+        "negatives": total(unhelpful + unsupported),
+        "skips": total(skipped),
+        "first": total(np.where(rank == 1, natural, 0)),
+        "natural": total(natural),
     }
+    return _Evidence(keys, by_rank, counts)
+
+
+def _settings_fingerprint() -> str:
+    """The settings a judgement depends on (each read once: every read of a setting is checked)."""
+    conf = promotions_settings
+    values = [
+        JUDGING,
+        PRIOR_FIT_GROUPS,
+        conf.RETRIEVAL_SCAN_MIN_EFFECTIVE,
+        conf.RETRIEVAL_SCAN_MIN_SUPPORT,
+        conf.RETRIEVAL_SCAN_CONFIDENCE,
+        conf.RETRIEVAL_SCAN_MIN_LIFT,
+        conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT,
+        conf.RETRIEVAL_SCAN_MIN_PROPENSITY,
+        conf.RETRIEVAL_SCAN_PRIOR_GROUPS,
+        conf.RETRIEVAL_SCAN_PRIOR_ETA,
+        conf.RETRIEVAL_SCAN_PRIOR_ETA_SD,
+        conf.RETRIEVAL_SCAN_PRIOR,
+        retrieval_settings.RETRIEVAL_MAX_K,
+        clamp_multiplier(0.0),
+        clamp_multiplier(1e9),
+    ]
+    return hashlib.blake2b(repr(values).encode(), digest_size=16).hexdigest()
+
+
+@dataclass
+class _Reference:
+    """What every group is judged under, fitted on the whole window: the propensity model (a penalty
+    judged with eta one spread higher, a boost one lower), per model the global rate (uses per
+    examination) and the relevance prior, the prior's sample (chunk ids that are multiples of
+    ``modulus``) and the settings. Kept with the judgements: a group is re-judged only when its
+    neighbourhood's rollups change, under this same reference, until a fresh fit moves too far."""
+
+    propensity: Propensity
+    rates: list[float]
+    priors: list[RelevancePrior]
+    modulus: int
+    settings: str
+
+    def models(self) -> list[Propensity]:
+        """The models boosts and penalties are judged with (one when eta has no spread)."""
+        p = self.propensity
+        return [p.shifted(-p.sd), p.shifted(p.sd)] if p.sd > 0 else [p]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "propensity": asdict(self.propensity),
+            "rates": self.rates,
+            "priors": [{"weights": [float(w) for w in p.weights], "fitted_on": p.fitted_on} for p in self.priors],
+            "modulus": self.modulus,
+            "settings": self.settings,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> _Reference | None:
+        try:
+            return cls(
+                Propensity(**data["propensity"]),
+                [float(r) for r in data["rates"]],
+                [RelevancePrior(np.array(p["weights"], dtype=float), int(p["fitted_on"])) for p in data["priors"]],
+                int(data["modulus"]),
+                str(data["settings"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None  # none yet, or written by another version: judge everything
+
+    def drift(self, fresh: _Reference) -> dict[str, float]:
+        """How far a fresh fit has moved from this one: eta and its spread (absolute), the global rates
+        (relative), the priors (the largest distance between their CDFs)."""
+        if len(fresh.rates) != len(self.rates):
+            return {"models": math.inf}
+        return {
+            "eta": abs(fresh.propensity.eta - self.propensity.eta),
+            "eta_sd": abs(fresh.propensity.sd - self.propensity.sd),
+            "rate": max(abs(a - b) / max(b, 1e-12) for a, b in zip(fresh.rates, self.rates, strict=True)),
+            "prior": max(
+                float(np.abs(np.cumsum(a.weights) - np.cumsum(b.weights)).max())
+                for a, b in zip(fresh.priors, self.priors, strict=True)
+            ),
+        }
+
+
+def _rates(models: list[Propensity], weight: float) -> list[float]:
+    """Uses per expected examination over the whole window, per model: one small aggregate by rank."""
+    by_rank = list(
+        TraceRollup.objects.values("rank")
+        .annotate(
+            looked=Sum(F("skipped") + F("clicked")),
+            explicit=Sum(F("helpful") + F("unhelpful") + F("unsupported")),
+            clicked_n=Sum("clicked"),
+            helpful_n=Sum("helpful"),
+        )
+        .order_by("rank")
+    )
+    k = retrieval_settings.RETRIEVAL_MAX_K
+    used = sum((row["clicked_n"] or 0) + weight * (row["helpful_n"] or 0) for row in by_rank)
+    rates = []
+    for model in models:
+        examined = sum(
+            (model.at(row["rank"]) if 1 <= row["rank"] <= k else model.floor) * (row["looked"] or 0)
+            + weight * (row["explicit"] or 0)
+            for row in by_rank
+        )
+        rates.append(used / (examined or 1.0))
+    return rates
+
+
+def _reference(propensity: Propensity, *, modulus: int | None = None, evidence: _Evidence | None = None) -> _Reference:
+    """Fit the reference on the window as it is now: the prior on the chunks in the sample of
+    ``modulus`` (by default the one the window's size calls for, counted in ``evidence``)."""
+    weight = promotions_settings.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
+    models = (
+        [propensity.shifted(-propensity.sd), propensity.shifted(propensity.sd)] if propensity.sd > 0 else [propensity]
+    )
+    if modulus is None:
+        assert evidence is not None
+        modulus = _modulus(int(((evidence.by_rank.sum(axis=1) + evidence.counts["explicit"]) > 0).sum()))
+    sample_rows = TraceRollup.objects.all()
+    if modulus > 1:
+        sample_rows = sample_rows.alias(bucket=Mod("chunk_id", Value(modulus))).filter(bucket=0)
+    sample = _evidence(sample_rows)
+    used = sample.used(weight)
+    priors = [_fit_prior(used, sample.examined(model, weight)) for model in models]
+    return _Reference(propensity, _rates(models, weight), priors, modulus, _settings_fingerprint())
 
 
 @dataclass
@@ -288,143 +493,257 @@ class Decision:
 
 
 @dataclass
-class _Estimates:
-    """The evidence of every (chunk, project, neighbourhood) group under one propensity model."""
+class _Verdict:
+    """One neighbourhood's judgement: groups judged, boosts left out (already first), decisions."""
 
-    groups: dict[tuple[int, int | None, str], dict[str, Any]]
-    prior: RelevancePrior
-    baselines: dict[tuple[int | None, str], float]
-    global_rate: float
-
-
-def _estimates(propensities: list[Propensity]) -> list[_Estimates]:
-    """The evidence under each propensity model, from one pass over the rollups (and one over the
-    neighbourhoods' baselines): the models differ only in what an examination at a rank is worth."""
-    conf = promotions_settings
-    min_effective = conf.RETRIEVAL_SCAN_MIN_EFFECTIVE  # read once: every read of a setting is checked
-    sums: dict[str, Any] = {}
-    for i, propensity in enumerate(propensities):
-        model_sums = _evidence_sums(propensity)
-        sums |= {f"examined_{i}": model_sums["examined"], f"used_{i}": model_sums["used"]}
-        sums |= {k: v for k, v in model_sums.items() if k not in ("examined", "used")}
-    overall = TraceRollup.objects.aggregate(**{k: sums[k] for k in sums if k.startswith(("examined_", "used_"))})
-    rows: list[dict[str, Any]] = [
-        dict(row) for row in TraceRollup.objects.values("chunk_id", "project_id", "terms").annotate(**sums).order_by()
-    ]
-    per_model: list[list[dict[str, Any]]] = []
-    for i in range(len(propensities)):
-        per_model.append(
-            [
-                {**g, "examined": g[f"examined_{i}"] or 0.0, "used": g[f"used_{i}"] or 0.0}
-                for g in rows
-                if g[f"examined_{i}"] is not None
-            ]
-        )
-    neighbourhoods = sorted(
-        {(g["project_id"], g["terms"]) for found in per_model for g in found if g["examined"] >= min_effective},
-        key=str,
-    )
-    totals: dict[tuple[int | None, str], dict[str, Any]] = {}
-    terms = sorted({t for _, t in neighbourhoods})
-    for start in range(0, len(terms), 500):
-        for total in (
-            TraceRollup.objects.filter(terms__in=terms[start : start + 500])
-            .values("project_id", "terms")
-            .annotate(**{k: sums[k] for k in sums if k.startswith(("examined_", "used_"))})
-            .order_by()
-        ):
-            totals[(total["project_id"], total["terms"])] = dict(total)
-    estimates = []
-    shrink = conf.RETRIEVAL_SCAN_PRIOR
-    for i, found in enumerate(per_model):
-        global_rate = (overall[f"used_{i}"] or 0.0) / (overall[f"examined_{i}"] or 1.0)
-        prior = relevance_prior(found)
-        groups = {(g["chunk_id"], g["project_id"], g["terms"]): g for g in found if g["examined"] >= min_effective}
-        baselines = {
-            key: ((total[f"used_{i}"] or 0.0) + shrink * global_rate) / ((total[f"examined_{i}"] or 0.0) + shrink)
-            for key, total in totals.items()
-        }
-        judged = list(groups.values())
-        summaries = _summaries(prior, judged, conf.RETRIEVAL_SCAN_CONFIDENCE)
-        for g, (lower, upper, mean) in zip(judged, summaries, strict=True):
-            g["lower"], g["upper"], g["mean"] = float(lower), float(upper), float(mean)
-        estimates.append(_Estimates(groups, prior, baselines, global_rate))
-    return estimates
+    groups: int = 0
+    already_first: int = 0
+    decisions: list[Decision] = field(default_factory=list)
 
 
-def _figures(g: dict[str, Any], baseline: float, eta: float) -> dict:
-    examined, used = g["examined"], g["used"]
+def _figures(
+    evidence: _Evidence, i: int, examined: float, used: float, summary: np.ndarray, baseline: float, eta: float
+) -> dict:
+    counts = evidence.counts
     return {
-        "terms": g["terms"].split(),
-        "shown": g["shown_total"],
-        "positives": g["positives"],
-        "skips": g["skips"],
-        "negatives": g["negatives"],
+        "terms": evidence.keys[i][2].split(),
+        "shown": int(counts["shown"][i]),
+        "positives": int(counts["positives"][i]),
+        "skips": int(counts["skips"][i]),
+        "negatives": int(counts["negatives"][i]),
         "eta": round(eta, 3),
         "effective_examinations": round(examined, 3),
         "weighted_uses": round(used, 3),
         "relevance": round(min(1.0, used / examined), 4),
-        "posterior_mean": round(g["mean"], 4),
-        "lower": round(g["lower"], 4),
-        "upper": round(g["upper"], 4),
+        "posterior_mean": round(float(summary[2]), 4),
+        "lower": round(float(summary[0]), 4),
+        "upper": round(float(summary[1]), 4),
         "baseline": round(baseline, 4),
-        "at_rank_1": round(g["first"] / g["natural"], 3) if g["natural"] else None,
+        "at_rank_1": round(int(counts["first"][i]) / int(counts["natural"][i]), 3) if counts["natural"][i] else None,
     }
 
 
-def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decision]:
-    """Boosts and penalties per (chunk, neighbourhood). eta is known only within its spread, and the
-    error that matters differs by direction: examinations overestimated make skips look like
-    evidence against a chunk, underestimated make uses look like more relevance than there is. So a
-    penalty is judged with eta one posterior standard deviation higher (fewer examinations low on the
-    page) and a boost with it one lower: each must hold across the central credible interval."""
+def _judge(evidence: _Evidence, reference: _Reference) -> dict[tuple[int | None, str], _Verdict]:
+    """Boosts and penalties per (chunk, neighbourhood), for every neighbourhood in ``evidence`` (which
+    must hold all of each one's groups: the baseline is the neighbourhood's uses over its examinations,
+    shrunk toward the global rate). eta is known only within its spread, and the error that matters
+    differs by direction: examinations overestimated make skips look like evidence against a chunk,
+    underestimated make uses look like more relevance than there is. So a penalty is judged with eta
+    one posterior standard deviation higher (fewer examinations low on the page) and a boost with it
+    one lower: each must hold across the central credible interval."""
     conf = promotions_settings
-    lift = conf.RETRIEVAL_SCAN_MIN_LIFT
-    if propensity.sd > 0:
-        for_boosts, for_penalties = _estimates([propensity.shifted(-propensity.sd), propensity.shifted(propensity.sd)])
-    else:
-        for_boosts = for_penalties = _estimates([propensity])[0]
-    report.relevance_prior = {"boosts": for_boosts.prior.describe(), "penalties": for_penalties.prior.describe()}
-    report.groups += len(set(for_boosts.groups) | set(for_penalties.groups))
-    weight, support = conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT, conf.RETRIEVAL_SCAN_MIN_SUPPORT
-    decisions = []
-    for key in sorted(set(for_boosts.groups) | set(for_penalties.groups), key=str):
+    weight, support, lift = (
+        conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT,
+        conf.RETRIEVAL_SCAN_MIN_SUPPORT,
+        conf.RETRIEVAL_SCAN_MIN_LIFT,
+    )
+    min_effective, shrink, confidence = (
+        conf.RETRIEVAL_SCAN_MIN_EFFECTIVE,
+        conf.RETRIEVAL_SCAN_PRIOR,
+        conf.RETRIEVAL_SCAN_CONFIDENCE,
+    )
+    neighbourhoods: dict[tuple[int | None, str], int] = {}
+    of = np.array(
+        [neighbourhoods.setdefault((key[1], key[2]), len(neighbourhoods)) for key in evidence.keys], dtype=np.int64
+    )
+    used = evidence.used(weight)
+    judged_by: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for model, rate, prior in zip(reference.models(), reference.rates, reference.priors, strict=True):
+        examined = evidence.examined(model, weight)
+        total_examined, total_used = np.zeros(len(neighbourhoods)), np.zeros(len(neighbourhoods))
+        np.add.at(total_examined, of, examined)
+        np.add.at(total_used, of, used)
+        baseline = (total_used + shrink * rate) / (total_examined + shrink)
+        judged = examined >= min_effective
+        summaries = np.zeros((len(examined), 3))
+        at = np.flatnonzero(judged)
+        summaries[at] = _summaries(prior, used[at], examined[at], confidence)
+        judged_by.append((examined, baseline, judged, summaries))
+    boosts, penalties = judged_by[0], judged_by[-1]
+    eta, sd = reference.propensity.eta, reference.propensity.sd
+    counts = evidence.counts
+    verdicts: dict[tuple[int | None, str], _Verdict] = {}
+    for i in (int(i) for i in np.flatnonzero(boosts[2] | penalties[2])):
+        chunk_id, project_id, terms = evidence.keys[i]
+        verdict = verdicts.setdefault((project_id, terms), _Verdict())
+        verdict.groups += 1
         decision = None
-        g = for_boosts.groups.get(key)
-        baseline = for_boosts.baselines.get((key[1], key[2]), for_boosts.global_rate) if g else 0.0
-        if g and baseline > 0:
-            lower, mean = g["lower"], g["mean"]
+        examined, baseline, judged, summaries = boosts
+        if judged[i] and baseline[of[i]] > 0:
+            lower, _, mean = summaries[i]
             # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
-            on_balance = g["used"] > weight * (g["negatives"] or 0)
-            if on_balance and lower >= lift * baseline and (g["positives"] or 0) >= support:
-                if g["natural"] and g["first"] >= AT_TOP * g["natural"]:
-                    report.already_first += 1
+            on_balance = used[i] > weight * counts["negatives"][i]
+            if on_balance and lower >= lift * baseline[of[i]] and counts["positives"][i] >= support:
+                if counts["natural"][i] and counts["first"][i] >= AT_TOP * counts["natural"][i]:
+                    verdict.already_first += 1
                     continue
                 # The posterior mean relevance over the neighbourhood's average: the multiplier.
-                multiplier = max(MILDEST_BOOST, clamp_multiplier(mean / baseline))
-                figures = _figures(g, baseline, propensity.eta - propensity.sd)
-                decision = ("helpful", multiplier, g["examined"], figures)
-        g = for_penalties.groups.get(key)
-        baseline = for_penalties.baselines.get((key[1], key[2]), for_penalties.global_rate) if g else 0.0
-        if decision is None and g and baseline > 0:
-            upper, mean = g["upper"], g["mean"]
+                multiplier = max(MILDEST_BOOST, clamp_multiplier(mean / baseline[of[i]]))
+                figures = _figures(evidence, i, examined[i], used[i], summaries[i], baseline[of[i]], eta - sd)
+                decision = ("helpful", multiplier, float(examined[i]), figures)
+        examined, baseline, judged, summaries = penalties
+        if decision is None and judged[i] and baseline[of[i]] > 0:
+            upper, mean = summaries[i][1], summaries[i][2]
             if (
-                upper * lift <= baseline
-                and g["used"] <= g["examined"] / 2  # never penalise a result used at least as often as not
-                and (g["skips"] or 0) + (g["negatives"] or 0) >= support
+                upper * lift <= baseline[of[i]]
+                and used[i] <= examined[i] / 2  # never penalise a result used at least as often as not
+                and counts["skips"][i] + counts["negatives"][i] >= support
             ):
-                multiplier = min(MILDEST_PENALTY, clamp_multiplier(mean / baseline))
-                figures = _figures(g, baseline, propensity.eta + propensity.sd)
-                decision = ("unhelpful", multiplier, g["examined"], figures)
+                multiplier = min(MILDEST_PENALTY, clamp_multiplier(mean / baseline[of[i]]))
+                figures = _figures(evidence, i, examined[i], used[i], summaries[i], baseline[of[i]], eta + sd)
+                decision = ("unhelpful", multiplier, float(examined[i]), figures)
         if decision is not None:
             kind, multiplier, strength, figures = decision
-            decisions.append(Decision(key[0], key[1], kind, "query", multiplier, strength, [figures], keys=[key[2]]))
+            verdict.decisions.append(
+                Decision(chunk_id, project_id, kind, "query", float(multiplier), strength, [figures], keys=[terms])
+            )
+    return verdicts
+
+
+def _query_decisions(propensity: Propensity, report: ScanReport) -> list[Decision]:
+    """Judge every neighbourhood of the window from scratch under ``propensity`` (a full judgement,
+    nothing stored)."""
+    evidence = _evidence(TraceRollup.objects.all())
+    reference = _reference(propensity, evidence=evidence)
+    verdicts = _judge(evidence, reference)
+    _describe(report, reference)
+    report.groups += sum(v.groups for v in verdicts.values())
+    report.already_first += sum(v.already_first for v in verdicts.values())
+    return _in_order(d for v in verdicts.values() for d in v.decisions)
+
+
+def _in_order(decisions: Iterable[Decision]) -> list[Decision]:
+    """By (chunk, project, neighbourhood): the order in which a chunk's decisions are merged."""
+    return sorted(decisions, key=lambda d: str((d.chunk_id, d.project_id, d.keys[0])))
+
+
+def _describe(report: ScanReport, reference: _Reference) -> None:
+    report.propensity = reference.propensity.describe()
+    priors = reference.priors
+    report.relevance_prior = {"boosts": priors[0].describe(), "penalties": priors[-1].describe()}
+
+
+def _ident(project_id: int | None, terms: str) -> str:
+    return hashlib.blake2b(f"{project_id or ''}|{terms}".encode(), digest_size=20).hexdigest()
+
+
+def _store(verdicts: dict[tuple[int | None, str], _Verdict], *, replacing: set[tuple[int | None, str]] | None) -> None:
+    """Replace the stored judgements of the neighbourhoods ``replacing`` (None: all) with ``verdicts``."""
+    if replacing is None:
+        RetrievalScanJudgement.objects.all().delete()
+    else:
+        idents = sorted(_ident(*key) for key in replacing)
+        for start in range(0, len(idents), 1000):
+            RetrievalScanJudgement.objects.filter(ident__in=idents[start : start + 1000]).delete()
+    RetrievalScanJudgement.objects.bulk_create(
+        [
+            RetrievalScanJudgement(
+                ident=_ident(project_id, terms),
+                project_id=project_id,
+                terms=terms,
+                groups=verdict.groups,
+                already_first=verdict.already_first,
+                decided=len(verdict.decisions),
+                decisions=[
+                    {
+                        "chunk": d.chunk_id,
+                        "kind": d.kind,
+                        "multiplier": d.multiplier,
+                        "strength": d.strength,
+                        "figures": d.figures[0],
+                    }
+                    for d in verdict.decisions
+                ],
+            )
+            for (project_id, terms), verdict in verdicts.items()
+        ],
+        batch_size=1000,
+    )
+
+
+def _stored() -> list[Decision]:
+    """Every stored boost and penalty."""
+    decisions = [
+        Decision(
+            d["chunk"], project_id, d["kind"], "query", d["multiplier"], d["strength"], [d["figures"]], keys=[terms]
+        )
+        for project_id, terms, found in RetrievalScanJudgement.objects.filter(decided__gt=0).values_list(
+            "project_id", "terms", "decisions"
+        )
+        for d in found
+    ]
+    return _in_order(decisions)
+
+
+def _judgements(report: ScanReport) -> list[Decision]:
+    """Bring the stored judgements up to date with the rollups and return every boost and penalty.
+
+    The neighbourhoods whose rollups changed since the last scan (new traces, marks, erasure, rows
+    leaving the window: ``trace_rollups_changed``) are re-judged under the stored reference; the
+    others keep theirs, which are what a full judgement under that reference gives, since a group's
+    judgement depends only on its neighbourhood's rollups and the reference. A fresh reference is fitted
+    when something changed, and everything is re-judged under it when it has moved from the stored one
+    by more than RETRIEVAL_SCAN_REJUDGE_TOLERANCE, the settings changed, the rollups were reset or this
+    is the first scan. Under the scan state's lock: two scans never judge at once."""
+    tolerance = promotions_settings.RETRIEVAL_SCAN_REJUDGE_TOLERANCE
+    with transaction.atomic():
+        RetrievalScanState.objects.get_or_create(pk=1)
+        state = RetrievalScanState.objects.select_for_update().get(pk=1)
+        generation, changed = trace_rollups_changed(since=state.generation)
+        reference = _Reference.from_json(state.reference)
+        judged: dict[str, Any] = {"generation": generation}
+        rejudge_all = None
+        if reference is None:
+            rejudge_all = "no judgement yet"
+        elif changed is None:
+            rejudge_all = "the rollups were rebuilt or reset"
+        elif reference.settings != _settings_fingerprint():
+            rejudge_all = "the settings changed"
+        elif changed:
+            fresh = _reference(propensity_estimate(), modulus=reference.modulus)
+            drift = reference.drift(fresh)
+            judged["drift"] = {k: round(v, 5) for k, v in drift.items()}
+            limits = {"eta": tolerance, "eta_sd": tolerance, "rate": tolerance, "prior": tolerance}
+            if any(v > limits.get(k, 0.0) for k, v in drift.items()):
+                rejudge_all = "the fitted eta, global rate or prior moved"
+        if rejudge_all:
+            evidence = _evidence(TraceRollup.objects.all())
+            reference = _reference(propensity_estimate(), evidence=evidence)
+            _store(_judge(evidence, reference), replacing=None)
+            judged.update(
+                {"mode": "full", "reason": rejudge_all, "neighbourhoods": len({k[1:] for k in evidence.keys})}
+            )
+        elif changed:
+            assert reference is not None
+            evidence = _evidence_of(changed)
+            _store(_judge(evidence, reference), replacing=changed)
+            judged.update({"mode": "incremental", "neighbourhoods": len(changed)})
+        else:
+            judged.update({"mode": "unchanged", "neighbourhoods": 0})
+        assert reference is not None
+        state.generation = generation
+        state.reference = reference.to_json()
+        state.save()
+        totals = RetrievalScanJudgement.objects.aggregate(groups=Sum("groups"), already_first=Sum("already_first"))
+        decisions = _stored()
+    report.groups += totals["groups"] or 0
+    report.already_first += totals["already_first"] or 0
+    _describe(report, reference)
+    report.judged = judged
     return decisions
 
 
-def _problem_decisions(propensity: Propensity) -> list[Decision]:
+def _evidence_of(neighbourhoods: set[tuple[int | None, str]]) -> _Evidence:
+    """The groups of these neighbourhoods, all of each one's rows (read by terms, an index)."""
+    terms = sorted({t for _, t in neighbourhoods})
+    batches = [TraceRollup.objects.filter(terms__in=terms[i : i + 1000]) for i in range(0, len(terms), 1000)]
+    return _evidence(*batches, only=neighbourhoods)
+
+
+def _problem_decisions() -> list[Decision]:
     """Stale content (everywhere) and wrong-project content (within the project): marks of that kind
-    that reach the support and outweigh the chunk's uses."""
+    that reach the support and outweigh the chunk's uses. The chunks with that many marks are found
+    first among the rollups with any (few), then summed over all of theirs."""
     conf = promotions_settings
     support, z = conf.RETRIEVAL_SCAN_MIN_SUPPORT, NormalDist().inv_cdf(conf.RETRIEVAL_SCAN_CONFIDENCE)
     decisions = []
@@ -432,28 +751,41 @@ def _problem_decisions(propensity: Propensity) -> list[Decision]:
         ("stale", "global", ("chunk_id",)),
         ("wrong_project", "project", ("chunk_id", "project_id")),
     ):
-        for g in (
-            TraceRollup.objects.values(*by)
-            .annotate(marks=Sum(kind), positives=Sum(F("clicked") + F("helpful")), shown_total=Sum("shown"))
-            .filter(marks__gte=support)
-            .order_by()
-        ):
-            if scope == "project" and g["project_id"] is None:
-                continue
-            lower, _ = wilson(g["marks"], g["marks"] + (g["positives"] or 0), z)
-            if lower <= 0.5:
-                continue  # used about as often as marked: not stale / misplaced on balance
-            share = g["marks"] / (g["marks"] + (g["positives"] or 0))
-            multiplier = min(MILDEST_PENALTY, clamp_multiplier(1.0 - 0.5 * share))
-            figures = {
-                "marks": g["marks"],
-                "positives": g["positives"],
-                "shown": g["shown_total"],
-                "share_lower": round(lower, 4),
-            }
-            decisions.append(
-                Decision(g["chunk_id"], g.get("project_id"), kind, scope, multiplier, float(g["marks"]), [figures])
+        marked = list(
+            set(
+                TraceRollup.objects.filter(**{f"{kind}__gt": 0})
+                .values(*by)
+                .annotate(marks=Sum(kind))
+                .filter(marks__gte=support)
+                .order_by()
+                .values_list(*by)
             )
+        )
+        marked = sorted({row[0] for row in marked})
+        for start in range(0, len(marked), 1000):
+            for g in (
+                TraceRollup.objects.filter(chunk_id__in=marked[start : start + 1000])
+                .values(*by)
+                .annotate(marks=Sum(kind), positives=Sum(F("clicked") + F("helpful")), shown_total=Sum("shown"))
+                .filter(marks__gte=support)
+                .order_by(*by)
+            ):
+                if scope == "project" and g["project_id"] is None:
+                    continue
+                lower, _ = wilson(g["marks"], g["marks"] + (g["positives"] or 0), z)
+                if lower <= 0.5:
+                    continue  # used about as often as marked: not stale / misplaced on balance
+                share = g["marks"] / (g["marks"] + (g["positives"] or 0))
+                multiplier = min(MILDEST_PENALTY, clamp_multiplier(1.0 - 0.5 * share))
+                figures = {
+                    "marks": g["marks"],
+                    "positives": g["positives"],
+                    "shown": g["shown_total"],
+                    "share_lower": round(lower, 4),
+                }
+                decisions.append(
+                    Decision(g["chunk_id"], g.get("project_id"), kind, scope, multiplier, float(g["marks"]), [figures])
+                )
     return decisions
 
 
@@ -495,30 +827,34 @@ def _per_chunk(decisions: list[Decision]) -> list[Decision]:
 
 def _anchors(decisions: list[Decision], expired_id: int) -> dict[int, list[tuple[str, list[str]]]]:
     """For each query-scoped decision: up to RETRIEVAL_SCAN_MAX_ANCHORS distinct queries of its
-    neighbourhoods (newest first), as (trace id, content words)."""
+    neighbourhoods among the chunk's 2,000 newest results in its project (newest first), as (trace id,
+    content words). One query per 500 chunks."""
     limit = promotions_settings.RETRIEVAL_SCAN_MAX_ANCHORS
-    found: dict[int, list[tuple[str, list[str]]]] = {}
-    for d in decisions:
-        if d.scope != "query":
-            continue
-        wanted, seen, kept = set(d.keys), set(), []
+    wanted = {(d.chunk_id, d.project_id): set(d.keys) for d in decisions if d.scope == "query"}
+    found: dict[int, list[tuple[str, list[str]]]] = {chunk_id: [] for chunk_id, _ in wanted}
+    seen: dict[tuple[int, int | None], set[str]] = defaultdict(set)
+    chunks = sorted(found)
+    for start in range(0, len(chunks), 500):
         rows = (
-            RetrievalFeedback.objects.filter(chunk_id=d.chunk_id, id__gt=expired_id)
-            .filter(**{"project_id": d.project_id})
-            .order_by("-id")
-            .values_list("trace_id", "query_text")[:2000]
+            RetrievalFeedback.objects.filter(chunk_id__in=chunks[start : start + 500], id__gt=expired_id)
+            .annotate(
+                newest=Window(RowNumber(), partition_by=[F("chunk_id"), F("project_id")], order_by=F("id").desc())
+            )
+            .filter(newest__lte=2000)
+            .order_by("chunk_id", "project_id", "-id")
+            .values_list("chunk_id", "project_id", "trace_id", "query_text")
         )
-        for trace_id, text in rows:
-            normal = " ".join(text.lower().split())
-            if normal in seen:
+        for chunk_id, project_id, trace_id, text in rows.iterator(chunk_size=5000):
+            key = (chunk_id, project_id)
+            if key not in wanted or len(found[chunk_id]) >= limit:
                 continue
-            seen.add(normal)
+            normal = " ".join(text.lower().split())
+            if normal in seen[key]:
+                continue
+            seen[key].add(normal)
             terms = neighbourhood(text)
-            if terms in wanted:
-                kept.append((str(trace_id), terms.split()))
-                if len(kept) >= limit:
-                    break
-        found[d.chunk_id] = kept
+            if terms in wanted[key]:
+                found[chunk_id].append((str(trace_id), terms.split()))
     return found
 
 
@@ -568,8 +904,6 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
     report = ScanReport()
     refreshed = trace_rollups_refresh(days=conf.RETRIEVAL_SCAN_DAYS, settle_seconds=conf.RETRIEVAL_SCAN_SETTLE_SECONDS)
     report.rollups = asdict(refreshed)
-    propensity = propensity_estimate()
-    report.propensity = propensity.describe()
     thresholds = {
         "min_effective_examinations": conf.RETRIEVAL_SCAN_MIN_EFFECTIVE,
         "min_support": conf.RETRIEVAL_SCAN_MIN_SUPPORT,
@@ -579,7 +913,7 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
         "min_propensity": conf.RETRIEVAL_SCAN_MIN_PROPENSITY,
         "prior_groups": conf.RETRIEVAL_SCAN_PRIOR_GROUPS,
     }
-    decisions = _per_chunk([*_problem_decisions(propensity), *_query_decisions(propensity, report)])
+    decisions = _per_chunk([*_problem_decisions(), *_judgements(report)])
 
     open_subjects = set(
         LearningPromotion.objects.filter(promotion_type="retrieval_weight", status__in=OPEN_STATUSES).values_list(

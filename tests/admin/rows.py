@@ -4,6 +4,7 @@ queried per row would show it in its query count."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from django.db import models
@@ -12,7 +13,7 @@ from accounts.models import ApiKey, Project, ProjectMembership, User
 from feedback.models import FeedbackEvent, TaskFeedback
 from intelligence import models as intelligence
 from learning import models as learning
-from promotions.models import LearningPromotion, ScanRun
+from promotions.models import LearningPromotion, RetrievalScanJudgement, RetrievalScanState, ScanRun
 from retrieval import models as retrieval
 from retrieval.index import bump_generation
 from tests import factories as f
@@ -98,7 +99,15 @@ BUILD: dict[type[models.Model], Callable[[], models.Model]] = {
     intelligence.PacketRule: lambda: f.PacketRuleFactory(project=f.ProjectFactory()),
     LearningPromotion: _promotion,
     ScanRun: lambda: f.ScanRunFactory(requested_by=f.UserFactory()),
+    RetrievalScanState: _single(RetrievalScanState, lambda: RetrievalScanState.objects.get_or_create(pk=1)),
+    RetrievalScanJudgement: lambda: RetrievalScanJudgement.objects.create(
+        ident=uuid.uuid4().hex,
+        terms="flutter wing",
+        groups=2,
+        decided=1,
+        decisions=[{"chunk": 1, "kind": "helpful", "multiplier": 1.2, "strength": 4.0, "figures": {}}],
+    ),
 }
 
 # Tables of one row by design.
-SINGLE_ROW = {retrieval.IndexGeneration, retrieval.TraceRollupState}
+SINGLE_ROW = {retrieval.IndexGeneration, retrieval.TraceRollupState, RetrievalScanState}

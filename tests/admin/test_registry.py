@@ -9,7 +9,7 @@ from django.core import checks
 from django.test import RequestFactory
 
 from core.admin import BaseAdmin
-from retrieval.models import TraceRollupMark
+from retrieval.models import TraceRollupChange, TraceRollupMark, TraceRollupOutside
 from tests.admin.rows import BUILD, PROJECT_APPS
 from tests.factories import UserFactory
 
@@ -18,6 +18,10 @@ NOT_REGISTERED = {
     # one row per traced result: its id and a category code, so the rollups can take it back
     # exactly; nothing an admin reads (the results themselves are in "Retrieval feedback").
     TraceRollupMark,
+    # which neighbourhoods each rollup generation changed, and which statements deleted or detached
+    # trace rows: the rollups' own change log for their readers (the scan), nothing an admin reads.
+    TraceRollupChange,
+    TraceRollupOutside,
 }
 # The accounts' configuration admins keep Django's own classes (the auth admin, a key's form).
 DJANGO_CLASSES = {"accounts.User", "accounts.Project", "accounts.ApiKey"}

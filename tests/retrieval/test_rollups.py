@@ -11,7 +11,7 @@ from django.utils import timezone
 from core.embeddings import get_embedder
 from promotions.erasure import user_erase
 from retrieval.models import Document, RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark
-from retrieval.rollups import COUNTS, trace_rollups_full, trace_rollups_refresh
+from retrieval.rollups import COUNTS, neighbourhood, trace_rollups_changed, trace_rollups_full, trace_rollups_refresh
 from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
 
 DOCS = {
@@ -170,3 +170,71 @@ def test_traces_deleted_outside_erasure_are_noticed_and_the_rollups_rebuilt(worl
     assert_in_step()
     assert sum(r.shown for r in TraceRollup.objects.all()) == 8
     assert not refresh().rebuilt
+
+
+def neighbourhoods_of(*results) -> set:
+    rows = RetrievalFeedback.objects.filter(trace_id__in=[r.trace_id for r in results])
+    return {(project_id, neighbourhood(text)) for project_id, text in rows.values_list("project_id", "query_text")}
+
+
+def test_each_generation_names_the_neighbourhoods_it_changed(world, corpus):
+    first = searches(world, "owner", 3)
+    mark(world, "owner", first[0], 1, cited=True)
+    start = refresh().generation
+    assert trace_rollups_changed(since=0) == (start, None)  # a reader that has judged nothing: everything
+
+    mark(world, "owner", first[2], 0, cited=True)  # a search of another neighbourhood gets feedback
+    report = refresh()
+    assert trace_rollups_changed(since=start) == (report.generation, neighbourhoods_of(first[2]))
+    assert neighbourhoods_of(first[2]) != neighbourhoods_of(first[0])
+    assert refresh().generation == report.generation  # nothing new: no new generation
+    assert trace_rollups_changed(since=report.generation) == (report.generation, set())
+
+    # The window moves on: the first search (the lowest ids) is now 100 days old.
+    RetrievalFeedback.objects.filter(trace_id=first[0].trace_id).update(created_at=timezone.now() - timedelta(days=100))
+    moved = refresh()
+    assert moved.expired_rows == 4
+    assert trace_rollups_changed(since=report.generation) == (moved.generation, neighbourhoods_of(first[0]))
+    assert trace_rollups_changed(since=start)[1] == neighbourhoods_of(first[0], first[2])
+
+
+def test_erasure_names_its_neighbourhoods_and_deleted_passages_reset(world, corpus):
+    owned = searches(world, "owner", 1)
+    others = searches(world, "other", 3)
+    mark(world, "owner", owned[0], 0, cited=True)
+    mark(world, "other", others[2], 0, cited=True)
+    start = refresh().generation
+    erased = neighbourhoods_of(owned[0])
+    user_erase(actor=world.actor("admin"), user=world.owner)
+    generation, changed = trace_rollups_changed(since=start)
+    assert (generation, changed) == (start + 1, erased)
+    report = refresh()
+    # The erasure deleted trace rows: this refresh checks the rollups against the mark rows, finds
+    # them in step (the erasure took its rows out) and resets nothing.
+    assert report.checked
+    assert not report.rebuilt
+    assert trace_rollups_changed(since=generation) == (generation, set())
+    assert not refresh().checked  # nothing deleted since: no check
+
+    Document.objects.filter(pk="buckling").delete()  # its passage's rollups go with it
+    report = refresh()
+    assert report.checked
+    assert not report.rebuilt
+    assert trace_rollups_changed(since=generation) == (report.generation, None)  # which neighbourhoods: unknown
+    assert_in_step()
+
+
+def test_the_check_against_the_mark_rows_runs_only_after_trace_rows_were_deleted(world, corpus):
+    results = searches(world, "owner", 3)
+    for result in results:
+        mark(world, "owner", result, 0, cited=True)
+    refresh()  # (a database just migrated is checked once)
+    assert not refresh().checked
+    mark(world, "owner", results[1], 1, outcome="helpful")
+    assert not refresh().checked
+    RetrievalFeedback.objects.filter(trace_id=results[2].trace_id, rank=4).delete()  # not through forget
+    report = refresh()
+    assert report.checked
+    assert report.rebuilt
+    assert_in_step()
+    assert not refresh().checked
