@@ -5,29 +5,31 @@ from __future__ import annotations
 from django.db import migrations
 
 
-class PostgresOnlySQL(migrations.RunSQL):
+class VendorOnlySQL(migrations.RunSQL):
+    """SQL that only one database vendor runs (``vendor``, as ``connection.vendor`` names it)."""
+
+    vendor = ""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == self.vendor:
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == self.vendor:
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+
+
+class PostgresOnlySQL(VendorOnlySQL):
     """SQL that only PostgreSQL runs (pgvector columns and indexes, BRIN indexes); SQLite, the embedded
     default, skips it."""
 
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
+    vendor = "postgresql"
 
 
-class SqliteOnlySQL(migrations.RunSQL):
+class SqliteOnlySQL(VendorOnlySQL):
     """SQL that only SQLite runs (its dialect of what a PostgresOnlySQL beside it does)."""
 
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "sqlite":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "sqlite":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
+    vendor = "sqlite"
 
 
 def created_at_brin(table: str) -> PostgresOnlySQL:
