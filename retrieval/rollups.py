@@ -62,6 +62,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
+from core.db import rows_insert
 from retrieval.models import (
     RetrievalFeedback,
     RetrievalQuery,
@@ -95,7 +96,6 @@ _PROBES = (
 )
 BATCH = 2000
 logger = logging.getLogger(__name__)
-UPSERT_ROWS = 500  # 15 parameters a row: within SQLite's limit of 32,766 per statement
 CHANGE_LOG_GENERATIONS = 100  # generations whose changed neighbourhoods are kept; a reader further behind starts over
 
 
@@ -193,21 +193,18 @@ class _Deltas:
     def apply(self) -> int:
         """Upsert the summed changes; rollups left with nothing shown are deleted."""
         columns = ("ident", "chunk_id", "project_id", "terms", "rank", "explored", "shown", *COUNTS)
+        types = ("varchar", "bigint", "bigint", "text", "smallint", "boolean", *["integer"] * (1 + len(COUNTS)))
         table = TraceRollup._meta.db_table
         updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in ("shown", *COUNTS))
         values = [(ident, *row) for ident, row in self.rows.items() if any(row[5:])]  # cancelled out: nothing
         self.neighbourhoods = {(row[2], row[3]) for row in values}
-        # Table and column names are this module's constants; the values are parameters. Many rows per
-        # statement: one round trip per UPSERT_ROWS rollups.
-        row_sql = f"({', '.join(['%s'] * len(columns))})"
-        with connection.cursor() as cursor:
-            for start in range(0, len(values), UPSERT_ROWS):
-                batch = values[start : start + UPSERT_ROWS]
-                cursor.execute(
-                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_sql] * len(batch))} "  # noqa: S608
-                    f"ON CONFLICT (ident) DO UPDATE SET {updates}",
-                    [value for row in batch for value in row],
-                )
+        rows_insert(
+            table=table,
+            columns=columns,
+            types=types,
+            rows=values,
+            suffix=f"ON CONFLICT (ident) DO UPDATE SET {updates}",
+        )
         if self.negative:
             touched = [v[0] for v in values]
             for start in range(0, len(touched), BATCH):
@@ -286,7 +283,7 @@ def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
             taken[(text, chunk_id, project_id, rank, explored, before)] += 1
         if trace_id in with_feedback:
             counted[(text, chunk_id, project_id, rank, explored, category)] += 1
-            marks.append(TraceRollupMark(feedback_id=feedback_id, category=category))
+            marks.append((feedback_id, category))
     fields = (*_GROUP, "category")
     deltas.add(
         ({**dict(zip(fields, key, strict=True)), "n": n} for key, n in taken.items()),
@@ -301,7 +298,12 @@ def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
     ids = [row[0] for row in found if row[8] is not None]
     for start in range(0, len(ids), BATCH):
         TraceRollupMark.objects.filter(feedback_id__in=ids[start : start + BATCH]).delete()
-    TraceRollupMark.objects.bulk_create(marks, batch_size=BATCH)
+    rows_insert(
+        table=TraceRollupMark._meta.db_table,
+        columns=("feedback_id", "category"),
+        types=("bigint", "smallint"),
+        rows=marks,
+    )
     return n
 
 
