@@ -48,6 +48,7 @@ wrong-project decisions are recomputed every scan (cheaply: only chunks with suc
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -62,6 +63,7 @@ from django.db.models.functions import Mod, RowNumber
 
 from accounts.actors import Actor
 from accounts.models import Project
+from core.db import rows_insert
 from promotions.conf import promotions_settings
 from promotions.models import (
     OPEN_STATUSES,
@@ -635,29 +637,34 @@ def _store(verdicts: dict[tuple[int | None, str], _Verdict], *, replacing: set[t
         idents = sorted(_ident(*key) for key in replacing)
         for start in range(0, len(idents), 1000):
             RetrievalScanJudgement.objects.filter(ident__in=idents[start : start + 1000]).delete()
-    RetrievalScanJudgement.objects.bulk_create(
-        [
-            RetrievalScanJudgement(
-                ident=_ident(project_id, terms),
-                project_id=project_id,
-                terms=terms,
-                groups=verdict.groups,
-                already_first=verdict.already_first,
-                decided=len(verdict.decisions),
-                decisions=[
-                    {
-                        "chunk": d.chunk_id,
-                        "kind": d.kind,
-                        "multiplier": d.multiplier,
-                        "strength": d.strength,
-                        "figures": d.figures[0],
-                    }
-                    for d in verdict.decisions
-                ],
+    # Many rows a statement (``rows_insert``): a full judgement writes one per neighbourhood.
+    rows_insert(
+        table=RetrievalScanJudgement._meta.db_table,
+        columns=("ident", "project_id", "terms", "groups", "already_first", "decided", "decisions"),
+        types=("varchar", "bigint", "text", "integer", "integer", "integer", "jsonb"),
+        rows=[
+            (
+                _ident(project_id, terms),
+                project_id,
+                terms,
+                verdict.groups,
+                verdict.already_first,
+                len(verdict.decisions),
+                json.dumps(
+                    [
+                        {
+                            "chunk": d.chunk_id,
+                            "kind": d.kind,
+                            "multiplier": d.multiplier,
+                            "strength": d.strength,
+                            "figures": d.figures[0],
+                        }
+                        for d in verdict.decisions
+                    ]
+                ),
             )
             for (project_id, terms), verdict in verdicts.items()
         ],
-        batch_size=1000,
     )
 
 
