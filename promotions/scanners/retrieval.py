@@ -463,6 +463,11 @@ def _rates(models: list[Propensity], weight: float) -> list[float]:
     return rates
 
 
+def _window_modulus(evidence: _Evidence) -> int:
+    """The prior's sample for a window of these groups (``_modulus`` of those with evidence)."""
+    return _modulus(int(((evidence.by_rank.sum(axis=1) + evidence.counts["explicit"]) > 0).sum()))
+
+
 def _reference(propensity: Propensity, *, modulus: int | None = None, evidence: _Evidence | None = None) -> _Reference:
     """Fit the reference on the window as it is now: the prior on the chunks in the sample of
     ``modulus`` (by default the one the window's size calls for, counted in ``evidence``)."""
@@ -472,7 +477,7 @@ def _reference(propensity: Propensity, *, modulus: int | None = None, evidence: 
     )
     if modulus is None:
         assert evidence is not None
-        modulus = _modulus(int(((evidence.by_rank.sum(axis=1) + evidence.counts["explicit"]) > 0).sum()))
+        modulus = _window_modulus(evidence)
     sample_rows = TraceRollup.objects.all()
     if modulus > 1:
         sample_rows = sample_rows.alias(bucket=Mod("chunk_id", Value(modulus))).filter(bucket=0)
@@ -700,6 +705,7 @@ def _judgements(report: ScanReport) -> list[Decision]:
         reference = _Reference.from_json(state.reference)
         judged: dict[str, Any] = {"generation": generation}
         rejudge_all = None
+        fresh = None
         if reference is None:
             rejudge_all = "no judgement yet"
         elif changed is None:
@@ -715,7 +721,10 @@ def _judgements(report: ScanReport) -> list[Decision]:
                 rejudge_all = "the fitted eta, global rate or prior moved"
         if rejudge_all:
             evidence = _evidence(TraceRollup.objects.all())
-            reference = _reference(propensity_estimate(), evidence=evidence)
+            if fresh is not None and fresh.modulus == _window_modulus(evidence):
+                reference = fresh  # fitted just now on this window, with the sample its size calls for
+            else:
+                reference = _reference(propensity_estimate(), evidence=evidence)
             _store(_judge(evidence, reference), replacing=None)
             judged.update(
                 {"mode": "full", "reason": rejudge_all, "neighbourhoods": len({k[1:] for k in evidence.keys})}
