@@ -62,6 +62,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
+from core.db import rows_insert
 from retrieval.models import (
     RetrievalFeedback,
     RetrievalQuery,
@@ -95,7 +96,6 @@ _PROBES = (
 )
 BATCH = 2000
 logger = logging.getLogger(__name__)
-UPSERT_ROWS = 500  # 15 parameters a row: within SQLite's limit of 32,766 per statement
 CHANGE_LOG_GENERATIONS = 100  # generations whose changed neighbourhoods are kept; a reader further behind starts over
 
 
@@ -127,17 +127,29 @@ def _ident(chunk_id: int, project_id: int | None, terms: str, rank: int, explore
     ).hexdigest()
 
 
+def _result_whens() -> list[When]:
+    """A counted row's category from its own columns: its explicit outcome, else clicked, else skipped."""
+    return [
+        *[When(outcome=outcome, then=Value(category)) for outcome, category in _OUTCOME_CATEGORY.items()],
+        When(Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True), then=Value(CLICKED)),
+    ]
+
+
 def _category() -> Case:
     """A row's category now (see the module docstring), in SQL. Whether its search got feedback is
     recorded on the trace (``feedback_at``; the migration that added it filled it in for searches
     marked before): a join, not a look at the search's other rows."""
     return Case(
         When(trace__feedback_at__isnull=True, then=Value(NO_FEEDBACK)),
-        *[When(outcome=outcome, then=Value(category)) for outcome, category in _OUTCOME_CATEGORY.items()],
-        When(Q(cited=True) | Q(used_in_answer=True) | Q(user_referenced=True), then=Value(CLICKED)),
+        *_result_whens(),
         default=Value(SKIPPED),
         output_field=IntegerField(),
     )
+
+
+def _result_category() -> Case:
+    """``_category`` for a row whose search got feedback: read without joining the trace."""
+    return Case(*_result_whens(), default=Value(SKIPPED), output_field=IntegerField())
 
 
 def _with_category(rows: QuerySet) -> QuerySet:
@@ -181,21 +193,18 @@ class _Deltas:
     def apply(self) -> int:
         """Upsert the summed changes; rollups left with nothing shown are deleted."""
         columns = ("ident", "chunk_id", "project_id", "terms", "rank", "explored", "shown", *COUNTS)
+        types = ("varchar", "bigint", "bigint", "text", "smallint", "boolean", *["integer"] * (1 + len(COUNTS)))
         table = TraceRollup._meta.db_table
         updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in ("shown", *COUNTS))
         values = [(ident, *row) for ident, row in self.rows.items() if any(row[5:])]  # cancelled out: nothing
         self.neighbourhoods = {(row[2], row[3]) for row in values}
-        # Table and column names are this module's constants; the values are parameters. Many rows per
-        # statement: one round trip per UPSERT_ROWS rollups.
-        row_sql = f"({', '.join(['%s'] * len(columns))})"
-        with connection.cursor() as cursor:
-            for start in range(0, len(values), UPSERT_ROWS):
-                batch = values[start : start + UPSERT_ROWS]
-                cursor.execute(
-                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row_sql] * len(batch))} "  # noqa: S608
-                    f"ON CONFLICT (ident) DO UPDATE SET {updates}",
-                    [value for row in batch for value in row],
-                )
+        rows_insert(
+            table=table,
+            columns=columns,
+            types=types,
+            rows=values,
+            suffix=f"ON CONFLICT (ident) DO UPDATE SET {updates}",
+        )
         if self.negative:
             touched = [v[0] for v in values]
             for start in range(0, len(touched), BATCH):
@@ -239,27 +248,42 @@ def _count(rows: QuerySet, deltas: _Deltas) -> int:
     return n
 
 
-def _recount(rows: QuerySet, deltas: _Deltas) -> int:
-    """``_subtract`` then ``_count`` (rows all past the expired watermark), reading the rows once: what
-    each was counted as is taken back, what it is now is counted, and its mark row replaced."""
+def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
+    """``_subtract`` then ``_count`` for the rows of the searches ``traces`` past the expired
+    watermark, reading the rows once: what each was counted as is taken back, what it is now is
+    counted, and its mark row replaced. Which of the searches got feedback is read first, by primary
+    key, and the rows on their own, unordered: a join to the traces (or the traces' default ordering)
+    made PostgreSQL hash the whole trace table for every batch."""
+    with_feedback = set(
+        RetrievalQuery.objects.filter(pk__in=traces, feedback_at__isnull=False).order_by().values_list("pk", flat=True)
+    )
     found = list(
-        _with_category(rows)
-        .annotate(counted_category=_counted_category())
+        RetrievalFeedback.objects.filter(trace_id__in=traces, id__gt=state.expired_id)
+        .annotate(category_now=_result_category(), counted_category=_counted_category())
+        .order_by()
         .values_list(
-            "id", "query_text", "chunk_id", "project_id", "rank", "explored", "category_now", "counted_category"
+            "id",
+            "trace_id",
+            "query_text",
+            "chunk_id",
+            "project_id",
+            "rank",
+            "explored",
+            "category_now",
+            "counted_category",
         )
     )
     taken: Counter[tuple] = Counter()
     counted: Counter[tuple] = Counter()
     marks = []
-    for feedback_id, text, chunk_id, project_id, rank, explored, now, before in found:
+    for feedback_id, trace_id, text, chunk_id, project_id, rank, explored, category, before in found:
         if chunk_id is None:
             continue  # a result whose passage a re-import removed: evidence about no chunk
         if before is not None:
             taken[(text, chunk_id, project_id, rank, explored, before)] += 1
-        if now != NO_FEEDBACK:
-            counted[(text, chunk_id, project_id, rank, explored, now)] += 1
-            marks.append(TraceRollupMark(feedback_id=feedback_id, category=now))
+        if trace_id in with_feedback:
+            counted[(text, chunk_id, project_id, rank, explored, category)] += 1
+            marks.append((feedback_id, category))
     fields = (*_GROUP, "category")
     deltas.add(
         ({**dict(zip(fields, key, strict=True)), "n": n} for key, n in taken.items()),
@@ -271,10 +295,15 @@ def _recount(rows: QuerySet, deltas: _Deltas) -> int:
         category_field="category",
         sign=1,
     )
-    ids = [row[0] for row in found if row[7] is not None]
+    ids = [row[0] for row in found if row[8] is not None]
     for start in range(0, len(ids), BATCH):
         TraceRollupMark.objects.filter(feedback_id__in=ids[start : start + BATCH]).delete()
-    TraceRollupMark.objects.bulk_create(marks, batch_size=BATCH)
+    rows_insert(
+        table=TraceRollupMark._meta.db_table,
+        columns=("feedback_id", "category"),
+        types=("bigint", "smallint"),
+        rows=marks,
+    )
     return n
 
 
@@ -380,10 +409,7 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
                 }
             )
             for start in range(0, len(touched), BATCH // 10):
-                rows = RetrievalFeedback.objects.filter(
-                    trace_id__in=touched[start : start + BATCH // 10], id__gt=state.expired_id
-                )
-                report.rechecked_rows += _recount(rows, deltas)
+                report.rechecked_rows += _recount(touched[start : start + BATCH // 10], state, deltas)
         # 3. Rows not counted yet: past the watermark, without a mark row.
         fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(
             Exists(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")))

@@ -48,6 +48,7 @@ wrong-project decisions are recomputed every scan (cheaply: only chunks with suc
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -62,6 +63,7 @@ from django.db.models.functions import Mod, RowNumber
 
 from accounts.actors import Actor
 from accounts.models import Project
+from core.db import rows_insert
 from promotions.conf import promotions_settings
 from promotions.models import (
     OPEN_STATUSES,
@@ -461,6 +463,11 @@ def _rates(models: list[Propensity], weight: float) -> list[float]:
     return rates
 
 
+def _window_modulus(evidence: _Evidence) -> int:
+    """The prior's sample for a window of these groups (``_modulus`` of those with evidence)."""
+    return _modulus(int(((evidence.by_rank.sum(axis=1) + evidence.counts["explicit"]) > 0).sum()))
+
+
 def _reference(propensity: Propensity, *, modulus: int | None = None, evidence: _Evidence | None = None) -> _Reference:
     """Fit the reference on the window as it is now: the prior on the chunks in the sample of
     ``modulus`` (by default the one the window's size calls for, counted in ``evidence``)."""
@@ -470,7 +477,7 @@ def _reference(propensity: Propensity, *, modulus: int | None = None, evidence: 
     )
     if modulus is None:
         assert evidence is not None
-        modulus = _modulus(int(((evidence.by_rank.sum(axis=1) + evidence.counts["explicit"]) > 0).sum()))
+        modulus = _window_modulus(evidence)
     sample_rows = TraceRollup.objects.all()
     if modulus > 1:
         sample_rows = sample_rows.alias(bucket=Mod("chunk_id", Value(modulus))).filter(bucket=0)
@@ -635,29 +642,34 @@ def _store(verdicts: dict[tuple[int | None, str], _Verdict], *, replacing: set[t
         idents = sorted(_ident(*key) for key in replacing)
         for start in range(0, len(idents), 1000):
             RetrievalScanJudgement.objects.filter(ident__in=idents[start : start + 1000]).delete()
-    RetrievalScanJudgement.objects.bulk_create(
-        [
-            RetrievalScanJudgement(
-                ident=_ident(project_id, terms),
-                project_id=project_id,
-                terms=terms,
-                groups=verdict.groups,
-                already_first=verdict.already_first,
-                decided=len(verdict.decisions),
-                decisions=[
-                    {
-                        "chunk": d.chunk_id,
-                        "kind": d.kind,
-                        "multiplier": d.multiplier,
-                        "strength": d.strength,
-                        "figures": d.figures[0],
-                    }
-                    for d in verdict.decisions
-                ],
+    # Many rows a statement (``rows_insert``): a full judgement writes one per neighbourhood.
+    rows_insert(
+        table=RetrievalScanJudgement._meta.db_table,
+        columns=("ident", "project_id", "terms", "groups", "already_first", "decided", "decisions"),
+        types=("varchar", "bigint", "text", "integer", "integer", "integer", "jsonb"),
+        rows=[
+            (
+                _ident(project_id, terms),
+                project_id,
+                terms,
+                verdict.groups,
+                verdict.already_first,
+                len(verdict.decisions),
+                json.dumps(
+                    [
+                        {
+                            "chunk": d.chunk_id,
+                            "kind": d.kind,
+                            "multiplier": d.multiplier,
+                            "strength": d.strength,
+                            "figures": d.figures[0],
+                        }
+                        for d in verdict.decisions
+                    ]
+                ),
             )
             for (project_id, terms), verdict in verdicts.items()
         ],
-        batch_size=1000,
     )
 
 
@@ -693,6 +705,7 @@ def _judgements(report: ScanReport) -> list[Decision]:
         reference = _Reference.from_json(state.reference)
         judged: dict[str, Any] = {"generation": generation}
         rejudge_all = None
+        fresh = None
         if reference is None:
             rejudge_all = "no judgement yet"
         elif changed is None:
@@ -708,7 +721,10 @@ def _judgements(report: ScanReport) -> list[Decision]:
                 rejudge_all = "the fitted eta, global rate or prior moved"
         if rejudge_all:
             evidence = _evidence(TraceRollup.objects.all())
-            reference = _reference(propensity_estimate(), evidence=evidence)
+            if fresh is not None and fresh.modulus == _window_modulus(evidence):
+                reference = fresh  # fitted just now on this window, with the sample its size calls for
+            else:
+                reference = _reference(propensity_estimate(), evidence=evidence)
             _store(_judge(evidence, reference), replacing=None)
             judged.update(
                 {"mode": "full", "reason": rejudge_all, "neighbourhoods": len({k[1:] for k in evidence.keys})}

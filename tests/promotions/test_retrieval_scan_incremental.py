@@ -14,6 +14,7 @@ from django.utils import timezone
 from core.embeddings import get_embedder
 from promotions.erasure import user_erase
 from promotions.models import LearningPromotion, RetrievalScanJudgement, RetrievalScanState
+from promotions.scanners import retrieval as scanner
 from promotions.scanners.retrieval import (
     Decision,
     ScanReport,
@@ -21,6 +22,7 @@ from promotions.scanners.retrieval import (
     _judge,
     _query_decisions,
     _Reference,
+    _reference,
     _stored,
     propensity_estimate,
     retrieval_scan,
@@ -157,14 +159,19 @@ def test_a_scan_with_nothing_new_proposes_what_it_would_after_a_full_judgement(w
     assert sorted(LearningPromotion.objects.values_list("subject_id", "proposed_learning__reason")) == proposed
 
 
-def test_a_reference_that_moved_beyond_the_tolerance_makes_the_scan_judge_everything_again(world, corpus, settings):
+def test_a_reference_that_moved_beyond_the_tolerance_makes_the_scan_judge_everything_again(
+    world, corpus, settings, monkeypatch
+):
     settings.RETRIEVAL_SCAN_REJUDGE_TOLERANCE = 0.0
     ask(world, FLUTTER, used_rank=1)
     ask(world, BUCKLING, used_rank=2)
     retrieval_scan()
     ask(world, HEATING, used_rank=3, times=6)  # a new neighbourhood: the prior and the global rate move
+    fits = []
+    monkeypatch.setattr(scanner, "_reference", lambda *a, **kw: fits.append(1) or _reference(*a, **kw))
     report = retrieval_scan()
     assert (report.judged["mode"], report.judged["reason"]) == ("full", "the fitted eta, global rate or prior moved")
+    assert len(fits) == 1  # the fresh fit that moved is the one judged under (same window, same sample)
     assert report.judged["drift"]["prior"] > 0
     # A fresh full judgement (the reference fitted now) is what is stored.
     assert comparable(_stored()) == comparable(_query_decisions(propensity_estimate(), ScanReport()))
