@@ -63,9 +63,11 @@ def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) 
     anchors = anchor_vectors(learning)
     touched = [trace for trace in recent if _in_scope(learning, anchors, trace)]
     judged: dict[str, set[int]] = {}
-    for trace_id, pk, cited, used, outcome in RetrievalFeedback.objects.filter(
-        trace_id__in=[t.pk for t in touched]
-    ).values_list("trace_id", "chunk_id", "cited", "used_in_answer", "outcome"):
+    for trace_id, pk, cited, used, outcome in (
+        RetrievalFeedback.objects.filter(trace_id__in=[t.pk for t in touched])
+        .order_by()  # read into sets: the default ordering would only join the searches to sort them
+        .values_list("trace_id", "chunk_id", "cited", "used_in_answer", "outcome")
+    ):
         if cited or used or outcome in POSITIVE_OUTCOMES:
             judged.setdefault(str(trace_id), set()).add(pk)
     rows: list[dict] = []

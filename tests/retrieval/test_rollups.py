@@ -258,4 +258,9 @@ def test_the_recount_reads_the_marked_searches_rows_without_joining_the_traces(w
     for sql in reads:
         assert RetrievalQuery._meta.db_table not in sql
         assert "ORDER BY" not in sql
+    # Which rows were marked since the last refresh: read alone too (the default ordering joined the searches).
+    marked = [q["sql"] for q in captured if q["sql"].startswith("SELECT") and f'"{table}"."updated_at" >=' in q["sql"]]
+    assert marked
+    for sql in marked:
+        assert RetrievalQuery._meta.db_table not in sql
     assert_in_step()
