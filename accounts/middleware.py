@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 from rest_framework.permissions import SAFE_METHODS
 
-from accounts.selectors import auth_cache_forget_user, user_get_by_external_id
+from accounts.selectors import auth_cache_forget_user, user_exists_by_external_id
 from accounts.services import validate_external_id
 from config.exceptions import ApplicationError
 
@@ -31,7 +31,7 @@ class FirstWriteCreatesUserMiddleware:
             external_id = validate_external_id(raw)
         except ApplicationError:
             return self.get_response(request)  # authentication refuses it with the envelope
-        if user_get_by_external_id(external_id=external_id) is not None:
+        if user_exists_by_external_id(external_id=external_id):
             return self.get_response(request)
         keep = False
         with transaction.atomic():

@@ -166,6 +166,15 @@ def user_get_by_external_id(*, external_id: str) -> User | None:
     return user
 
 
+def user_exists_by_external_id(*, external_id: str) -> bool:
+    """Whether the user a service names exists: ``user_get_by_external_id`` without the copy."""
+    with _cache_lock:
+        memo = _user_memo()
+        if memo is not None and memo.get(external_id) is not None:
+            return True
+    return user_get_by_external_id(external_id=external_id) is not None
+
+
 def project_list(*, actor: Actor) -> QuerySet[Project]:
     """Projects the actor can see: all for admins and services, else their own; a service key
     limited to projects sees those only."""

@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.models import ApiKey, User
+from accounts.selectors import auth_cache_clear, user_exists_by_external_id
 from feedback.models import FeedbackEvent
 from tests.factories import (
     ChunkFactory,
@@ -111,6 +112,14 @@ def test_a_failed_first_write_creates_no_user(world):
     ok = world.client("service", on_behalf_of="crm-1").post(EVENTS, EVENT, format="json")
     assert ok.status_code == 201
     assert ok.json()["user_id"] == User.objects.get(external_id="crm-1").pk
+
+
+def test_a_known_user_is_recognised_from_the_memo_without_a_query(world, django_assert_num_queries):
+    auth_cache_clear()
+    assert user_exists_by_external_id(external_id="ext-owner") is True  # read once, then memoised
+    with django_assert_num_queries(0):
+        assert user_exists_by_external_id(external_id="ext-owner") is True
+    assert user_exists_by_external_id(external_id="nobody-yet") is False
 
 
 def test_an_inactive_user_is_never_acted_for(world):

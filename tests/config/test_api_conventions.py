@@ -42,6 +42,42 @@ def _api_routes() -> list[str]:
     return routes
 
 
+def _leaves(patterns=None, chain=()) -> list[tuple]:
+    """Every view pattern of the URLconf, as the chain of patterns that leads to it."""
+    found = []
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(pattern, URLResolver):
+            found += _leaves(pattern.url_patterns, (*chain, pattern.pattern))
+        else:
+            found.append((*chain, pattern.pattern))
+    return found
+
+
+def _matches(chain: tuple, path: str) -> bool:
+    for pattern in chain:
+        matched = pattern.match(path)
+        if matched is None:
+            return False
+        path = matched[0]
+    return True
+
+
+SAMPLES = {"int": "7", "uuid": "6f1c2a3e-8f0b-4c57-9a43-1f3ad4c0e1b2", "slug": "site-a", "str": "x", "path": "a/b"}
+
+
+def test_no_api_path_is_matched_by_two_view_patterns():
+    """The API's routes are listed busiest first (config/urls.py): that may change only how soon a
+    path is found, never which view answers it, so no path may match two view patterns."""
+    leaves = [chain for chain in _leaves() if str(chain[-1]) != "^api/"]  # the JSON 404 catch-all
+    api = [chain for chain in leaves if "".join(map(str, chain)).startswith("api/")]
+    assert len(api) >= 70
+    for chain in api:
+        route = "".join(map(str, chain))
+        path = re.sub(r"<(?:(\w+):)?\w+>", lambda m: SAMPLES[m.group(1) or "str"], route)
+        matching = ["".join(map(str, other)) for other in leaves if _matches(other, path)]
+        assert matching == [route], path
+
+
 # --- one trailing-slash style ---------------------------------------------------------------------
 
 

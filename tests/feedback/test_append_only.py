@@ -71,3 +71,13 @@ def test_postgres_has_the_five_design_indexes(db):
         "fe_source_record",
         "fe_type_signal_created",
     } <= names
+
+
+def test_project_is_indexed_once_and_still_a_foreign_key(db):
+    """fe_project_family_created leads with project_id; a second index of that column alone only cost
+    every appended event (migration feedback 0007)."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, "ai_feedback_events")
+    leading = [name for name, info in constraints.items() if info["index"] and info["columns"][:1] == ["project_id"]]
+    assert leading == ["fe_project_family_created"]
+    assert any(info["foreign_key"] == ("accounts_project", "id") for info in constraints.values())
