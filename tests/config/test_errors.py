@@ -12,8 +12,8 @@ from django.test import Client, RequestFactory, override_settings
 from rest_framework.test import APIClient
 
 from accounts import apis as accounts_apis
-from config import handlers
-from config.parsers import MAX_JSON_DEPTH
+from config import handlers, parsers
+from config.parsers import MAX_JSON_DEPTH, needs_value_check
 from feedback.models import FeedbackEvent, TaskFeedback
 from tests.factories import PreferenceFactory
 
@@ -66,6 +66,43 @@ def test_bad_json_is_a_400_naming_the_problem(world, body, field, words):
     assert field in error["fields"], error
     assert words in error["message"], error
     assert FeedbackEvent.objects.count() == 0
+
+
+def test_a_surrogate_decoded_by_the_charset_itself_is_a_400(world):
+    """unicode_escape turns the escape into the character before JSON reads the text: no escape left."""
+    body = b'{"event_type": "x", "event_family": "assistant_response", "signal": "positive", "free_text": "\\ud800"}'
+    response = world.client("owner").post(EVENTS, body, content_type="application/json; charset=unicode_escape")
+    error = assert_error(response, 400, "parse_error")
+    assert "surrogate" in error["message"]
+    assert FeedbackEvent.objects.count() == 0
+
+
+def test_only_a_body_that_may_hold_a_refused_value_is_walked(world, monkeypatch):
+    """The walk over the decoded value runs when the text could hold something it refuses (every bad
+    body above does) and is skipped for an ordinary one."""
+    bad = [
+        '{"event_type": "a\\u0000b"}',
+        '{"free_text": "\\uD800"}',
+        '{"free_text": "\ud800"}',
+        '{"n": 1e400}',
+        '{"n": 1E+308}',
+        '{"n": NaN}',
+        '{"n": -Infinity}',
+        '{"user_id": 9223372036854775808}',
+        '{"n": ' + "1" * 400 + ".5}",
+        nested(MAX_JSON_DEPTH + 5),
+    ]
+    assert [body for body in bad if not needs_value_check(body)] == []
+    ordinary = json.dumps({**VALID, "metadata": {"tags": ["a", "b"], "n": 12.5e-3, "id": 2**50}, "free_text": "ok"})
+    assert not needs_value_check(ordinary)
+
+    def walked(value):
+        raise AssertionError("walked")
+
+    monkeypatch.setattr(parsers, "check_json_value", walked)
+    assert world.client("owner").post(EVENTS, ordinary, content_type="application/json").status_code == 201
+    with pytest.raises(AssertionError, match="walked"):
+        world.client("owner").post(EVENTS, '{"metadata": {"n": NaN}}', content_type="application/json")
 
 
 def test_json_within_the_depth_limit_is_accepted(world):
