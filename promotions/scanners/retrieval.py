@@ -52,14 +52,15 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F, QuerySet, Sum, Value, Window
-from django.db.models.functions import Mod, RowNumber
+from django.db.models import Case, F, IntegerField, QuerySet, Sum, TextField, Value, When, Window
+from django.db.models.functions import Cast, Mod, RowNumber
 
 from accounts.actors import Actor
 from accounts.models import Project
@@ -322,40 +323,78 @@ def _group_order(key: tuple[int, int | None, str]) -> tuple[str, int, int]:
 
 
 def _evidence(*querysets: QuerySet, only: set[tuple[int | None, str]] | None = None) -> _Evidence:
-    """The groups of these rollup rows, or of those in the neighbourhoods ``only``."""
+    """The groups of these rollup rows, or of those in the neighbourhoods ``only``. Summed per group by
+    the database (a window holds about ten rollup rows a group: reading each into Python cost seconds
+    at ten million traces); the sums are integers, so they are what summing the rows here gives, and
+    the groups are put in their order here (the database's collation need not be Python's)."""
     k = retrieval_settings.RETRIEVAL_MAX_K
-    found = [
-        row
-        for rows in querysets
-        for row in rows.values_list(*_ROLLUP_ROW).iterator(chunk_size=10_000)
-        if only is None or (row[1], row[2]) in only
-    ]
-    keys = sorted({(row[0], row[1], row[2]) for row in found}, key=_group_order)
+    found: list[tuple[tuple, tuple[int, ...], tuple]] = []
+    for rows in querysets:
+        # Only the displayed ranks present get a column (a window seldom shows more than a few).
+        ranks = tuple(sorted(set(rows.order_by().values_list("rank", flat=True).distinct()) & set(range(1, k + 1))))
+        looked = F("skipped") + F("clicked")
+        by_rank = {
+            f"r{r}": Sum(Case(When(rank=r, then=looked), default=Value(0), output_field=IntegerField())) for r in ranks
+        }
+        natural = Case(When(explored=False, then=F("shown")), default=Value(0), output_field=IntegerField())
+        grouped = (
+            rows.values("chunk_id", "project_id", "terms")
+            .annotate(
+                **by_rank,
+                beyond=Sum(
+                    Case(
+                        When(rank__gt=k, then=looked),
+                        When(rank__lt=1, then=looked),
+                        default=Value(0),
+                        output_field=IntegerField(),
+                    )
+                ),
+                explicit=Sum(F("helpful") + F("unhelpful") + F("unsupported")),
+                clicked_n=Sum("clicked"),
+                helpful_n=Sum("helpful"),
+                shown_n=Sum("shown"),
+                negatives=Sum(F("unhelpful") + F("unsupported")),
+                skips=Sum("skipped"),
+                first=Sum(Case(When(rank=1, then=natural), default=Value(0), output_field=IntegerField())),
+                natural=Sum(natural),
+            )
+            .order_by()
+        )
+        names = ["chunk_id", "project_id", "terms", *by_rank, *_SUMMED]
+        for row in grouped.values_list(*names).iterator(chunk_size=10_000):
+            if only is None or (row[1], row[2]) in only:
+                found.append((row[:3], ranks, row[3:]))
+    keys = sorted({key for key, _, _ in found}, key=_group_order)
     index = {key: i for i, key in enumerate(keys)}
-    group = np.array([index[(row[0], row[1], row[2])] for row in found], dtype=np.int64)
-    values = np.array([row[3:] for row in found], dtype=np.int64).reshape(len(found), len(_ROLLUP_ROW) - 3)
-    rank, explored, shown, skipped, clicked, helpful, unhelpful, unsupported = values.T
-    natural = np.where(explored == 0, shown, 0)
-
-    def total(column: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(keys), dtype=np.int64)
-        np.add.at(out, group, column)
-        return out
-
-    by_rank = np.zeros((len(keys), k + 1), dtype=np.int64)
-    np.add.at(by_rank, (group, np.where((rank >= 1) & (rank <= k), rank - 1, k)), skipped + clicked)
+    by_rank_counts = np.zeros((len(keys), k + 1), dtype=np.int64)
+    sums = np.zeros((len(keys), len(_SUMMED)), dtype=np.int64)
+    for ranks in {r for _, r, _ in found}:
+        of = [(index[key], values) for key, r, values in found if r == ranks]
+        group = np.array([i for i, _ in of], dtype=np.int64)
+        values = np.array([[v or 0 for v in values] for _, values in of], dtype=np.int64).reshape(
+            len(of), len(ranks) + len(_SUMMED)
+        )
+        if ranks:
+            columns = np.array([r - 1 for r in ranks], dtype=np.int64)
+            np.add.at(by_rank_counts, (group[:, None], columns), values[:, : len(ranks)])
+        np.add.at(sums, group, values[:, len(ranks) :])
+    by_rank_counts[:, k] = sums[:, 0]
+    column = {name: sums[:, j] for j, name in enumerate(_SUMMED)}
     counts = {
-        "explicit": total(helpful + unhelpful + unsupported),
-        "clicked": total(clicked),
-        "helpful": total(helpful),
-        "shown": total(shown),
-        "positives": total(clicked + helpful),
-        "negatives": total(unhelpful + unsupported),
-        "skips": total(skipped),
-        "first": total(np.where(rank == 1, natural, 0)),
-        "natural": total(natural),
+        "explicit": column["explicit"],
+        "clicked": column["clicked_n"],
+        "helpful": column["helpful_n"],
+        "shown": column["shown_n"],
+        "positives": column["clicked_n"] + column["helpful_n"],
+        "negatives": column["negatives"],
+        "skips": column["skips"],
+        "first": column["first"],
+        "natural": column["natural"],
     }
-    return _Evidence(keys, by_rank, counts)
+    return _Evidence(keys, by_rank_counts, counts)
+
+
+_SUMMED = ("beyond", "explicit", "clicked_n", "helpful_n", "shown_n", "negatives", "skips", "first", "natural")
 
 
 def _settings_fingerprint() -> str:
@@ -634,57 +673,76 @@ def _ident(project_id: int | None, terms: str) -> str:
     return hashlib.blake2b(f"{project_id or ''}|{terms}".encode(), digest_size=20).hexdigest()
 
 
-def _store(verdicts: dict[tuple[int | None, str], _Verdict], *, replacing: set[tuple[int | None, str]] | None) -> None:
-    """Replace the stored judgements of the neighbourhoods ``replacing`` (None: all) with ``verdicts``."""
+def _store(
+    verdicts: dict[tuple[int | None, str], _Verdict], *, replacing: set[tuple[int | None, str]] | None
+) -> list[Decision]:
+    """Replace the stored judgements of the neighbourhoods ``replacing`` (None: all) with ``verdicts``;
+    returns their decisions as ``_stored`` will read them back (decoded from the text written), so
+    that the scan need not read back what it has just written."""
     if replacing is None:
         RetrievalScanJudgement.objects.all().delete()
     else:
         idents = sorted(_ident(*key) for key in replacing)
         for start in range(0, len(idents), 1000):
             RetrievalScanJudgement.objects.filter(ident__in=idents[start : start + 1000]).delete()
+    rows = [
+        (
+            _ident(project_id, terms),
+            project_id,
+            terms,
+            verdict.groups,
+            verdict.already_first,
+            len(verdict.decisions),
+            json.dumps(
+                [
+                    {
+                        "chunk": d.chunk_id,
+                        "kind": d.kind,
+                        "multiplier": d.multiplier,
+                        "strength": d.strength,
+                        "figures": d.figures[0],
+                    }
+                    for d in verdict.decisions
+                ]
+            ),
+        )
+        for (project_id, terms), verdict in verdicts.items()
+    ]
     # Many rows a statement (``rows_insert``): a full judgement writes one per neighbourhood.
     rows_insert(
         table=RetrievalScanJudgement._meta.db_table,
         columns=("ident", "project_id", "terms", "groups", "already_first", "decided", "decisions"),
         types=("varchar", "bigint", "text", "integer", "integer", "integer", "jsonb"),
-        rows=[
-            (
-                _ident(project_id, terms),
-                project_id,
-                terms,
-                verdict.groups,
-                verdict.already_first,
-                len(verdict.decisions),
-                json.dumps(
-                    [
-                        {
-                            "chunk": d.chunk_id,
-                            "kind": d.kind,
-                            "multiplier": d.multiplier,
-                            "strength": d.strength,
-                            "figures": d.figures[0],
-                        }
-                        for d in verdict.decisions
-                    ]
-                ),
-            )
-            for (project_id, terms), verdict in verdicts.items()
-        ],
+        rows=rows,
     )
+    return [
+        d for _, project_id, terms, _, _, decided, text in rows if decided for d in _decoded(project_id, terms, text)
+    ]
 
 
-def _stored() -> list[Decision]:
-    """Every stored boost and penalty."""
-    decisions = [
+def _decoded(project_id: int | None, terms: str, text: str | list[dict[str, Any]]) -> list[Decision]:
+    """A stored judgement's decisions (its JSON, as text or decoded)."""
+    found = json.loads(text) if isinstance(text, str) else text
+    return [
         Decision(
             d["chunk"], project_id, d["kind"], "query", d["multiplier"], d["strength"], [d["figures"]], keys=[terms]
         )
-        for project_id, terms, found in RetrievalScanJudgement.objects.filter(decided__gt=0).values_list(
-            "project_id", "terms", "decisions"
-        )
         for d in found
     ]
-    return _in_order(decisions)
+
+
+def _stored(*, skipping: AbstractSet[tuple[int | None, str]] = frozenset()) -> list[Decision]:
+    """Every stored boost and penalty, but those of the neighbourhoods ``skipping`` (read as text and
+    decoded here, so that what is skipped is not decoded)."""
+    idents = {_ident(*key) for key in skipping}
+    rows = (
+        RetrievalScanJudgement.objects.filter(decided__gt=0)
+        .annotate(text=Cast("decisions", TextField()))
+        .values_list("ident", "project_id", "terms", "text")
+    )
+    return _in_order(
+        d for ident, project_id, terms, text in rows if ident not in idents for d in _decoded(project_id, terms, text)
+    )
 
 
 def _judgements(report: ScanReport) -> list[Decision]:
@@ -725,23 +783,25 @@ def _judgements(report: ScanReport) -> list[Decision]:
                 reference = fresh  # fitted just now on this window, with the sample its size calls for
             else:
                 reference = _reference(propensity_estimate(), evidence=evidence)
-            _store(_judge(evidence, reference), replacing=None)
+            decisions = _in_order(_store(_judge(evidence, reference), replacing=None))
             judged.update(
                 {"mode": "full", "reason": rejudge_all, "neighbourhoods": len({k[1:] for k in evidence.keys})}
             )
         elif changed:
             assert reference is not None
             evidence = _evidence_of(changed)
-            _store(_judge(evidence, reference), replacing=changed)
+            judged_again = _store(_judge(evidence, reference), replacing=changed)
+            # The others as stored; those just written as written (not read back).
+            decisions = _in_order([*_stored(skipping=changed), *judged_again])
             judged.update({"mode": "incremental", "neighbourhoods": len(changed)})
         else:
             judged.update({"mode": "unchanged", "neighbourhoods": 0})
+            decisions = _stored()
         assert reference is not None
         state.generation = generation
         state.reference = reference.to_json()
         state.save()
         totals = RetrievalScanJudgement.objects.aggregate(groups=Sum("groups"), already_first=Sum("already_first"))
-        decisions = _stored()
     report.groups += totals["groups"] or 0
     report.already_first += totals["already_first"] or 0
     _describe(report, reference)
