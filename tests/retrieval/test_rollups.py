@@ -264,3 +264,28 @@ def test_the_recount_reads_the_marked_searches_rows_without_joining_the_traces(w
     for sql in marked:
         assert RetrievalQuery._meta.db_table not in sql
     assert_in_step()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL storage parameter")
+def test_rollup_pages_keep_room_for_their_rows_updated_in_place(world, corpus):
+    """A refresh updates tens of thousands of rollups' counts: with room left on each page (fillfactor
+    70) PostgreSQL updates a row on its page without touching the table's indexes (a HOT update),
+    where on full pages each update wrote a new entry into every index."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [TraceRollup._meta.db_table])
+        assert "fillfactor=70" in (cursor.fetchone()[0] or [])
+    results = searches(world, "owner", 3)
+    refresh()
+    mark(world, "owner", results[0], 1, cited=True)
+    refresh()  # the search's rows counted: new rollups
+    mark(world, "owner", results[0], 2, outcome="helpful")
+    refresh()  # counted again: the same rollups' counts change
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = %s",
+            [TraceRollup._meta.db_table],
+        )
+        updated, hot = cursor.fetchone()
+    assert updated > 0
+    assert hot == updated
+    assert_in_step()
