@@ -289,3 +289,18 @@ def test_rollup_pages_keep_room_for_their_rows_updated_in_place(world, corpus):
     assert updated > 0
     assert hot == updated
     assert_in_step()
+
+
+def test_a_refresh_with_nothing_new_to_count_records_no_mark_rows(world, corpus):
+    """The rows not counted yet are read once: when none is counted, no second read inserts mark rows."""
+    results = searches(world, "owner", 2)
+    mark(world, "owner", results[0], 1, cited=True)
+    refresh()
+    searches(world, "member", 2)  # new searches without feedback: nothing to count
+    with CaptureQueriesContext(connection) as captured:
+        report = refresh()
+    assert report.new_rows == 0
+    table = TraceRollupMark._meta.db_table
+    # (the re-count of the search marked within the settling margin writes its own, from its read)
+    assert not [q for q in captured if q["sql"].startswith(f"INSERT INTO {table}") and "AS counted" in q["sql"]]
+    assert_in_step()
