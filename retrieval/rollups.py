@@ -241,6 +241,8 @@ def _count(rows: QuerySet, deltas: _Deltas) -> int:
     # A result whose passage a re-import changed or removed (chunk NULL) is evidence about no chunk.
     rows = _with_category(rows.filter(trace__feedback_at__isnull=False, chunk__isnull=False))
     n = deltas.add(_grouped(rows, "category_now"), category_field="category_now", sign=1)
+    if not n:
+        return 0  # nothing counted, nothing to record (the same read again cost a second anti-join)
     sql, params = rows.values_list("id", "category_now").query.sql_with_params()
     with connection.cursor() as cursor:
         table = TraceRollupMark._meta.db_table

@@ -52,14 +52,15 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from django.db import transaction
-from django.db.models import F, QuerySet, Sum, Value, Window
-from django.db.models.functions import Mod, RowNumber
+from django.db import connection, transaction
+from django.db.models import F, QuerySet, Sum, TextField, Value, Window
+from django.db.models.functions import Cast, Mod, RowNumber
 
 from accounts.actors import Actor
 from accounts.models import Project
@@ -322,28 +323,59 @@ def _group_order(key: tuple[int, int | None, str]) -> tuple[str, int, int]:
 
 
 def _evidence(*querysets: QuerySet, only: set[tuple[int | None, str]] | None = None) -> _Evidence:
-    """The groups of these rollup rows, or of those in the neighbourhoods ``only``."""
+    """The groups of these rollup rows, or of those in the neighbourhoods ``only``. The rows are read
+    through a plain cursor and summed per group by numpy (a window at ten million traces holds about
+    half a million rollup rows: read through the ORM and summed in Python they cost seconds); the
+    sums are integers, and the groups are put in ``_group_order``."""
     k = retrieval_settings.RETRIEVAL_MAX_K
-    found = [
-        row
-        for rows in querysets
-        for row in rows.values_list(*_ROLLUP_ROW).iterator(chunk_size=10_000)
-        if only is None or (row[1], row[2]) in only
+    found: list[tuple] = []
+    with connection.cursor() as cursor:
+        for rows in querysets:
+            sql, params = rows.order_by().values_list(*_ROLLUP_ROW).query.sql_with_params()
+            cursor.execute(sql, params)
+            found.extend(cursor.fetchall())
+    chunk, project, terms, *numbers = zip(*found, strict=True) if found else [()] * len(_ROLLUP_ROW)
+    # Neighbourhoods by their place in Python's order of strings: groups sort as _group_order does.
+    names = sorted(set(terms))
+    place = {name: i for i, name in enumerate(names)}
+    columns = np.array(
+        [
+            chunk,
+            [-1 if p is None else p for p in project],
+            [place[t] for t in terms],
+            *numbers,
+        ],
+        dtype=np.int64,
+    ).reshape(len(_ROLLUP_ROW), len(found))
+    if only is not None:
+        wanted = {(-1 if p is None else p, place[t]) for p, t in only if t in place}
+        keep = np.array([(p, t) in wanted for p, t in zip(columns[1].tolist(), columns[2].tolist(), strict=True)])
+        columns = columns[:, keep] if len(found) else columns
+    order = np.lexsort((columns[0], columns[1], columns[2]))
+    columns = columns[:, order]
+    chunk_of, project_of, terms_of = columns[:3]
+    starts = np.ones(columns.shape[1], dtype=bool)
+    starts[1:] = (np.diff(chunk_of) != 0) | (np.diff(project_of) != 0) | (np.diff(terms_of) != 0)
+    group = np.cumsum(starts) - 1
+    keys = [
+        (c, None if p == -1 else p, names[t])
+        for c, p, t in zip(
+            chunk_of[starts].tolist(), project_of[starts].tolist(), terms_of[starts].tolist(), strict=True
+        )
     ]
-    keys = sorted({(row[0], row[1], row[2]) for row in found}, key=_group_order)
-    index = {key: i for i, key in enumerate(keys)}
-    group = np.array([index[(row[0], row[1], row[2])] for row in found], dtype=np.int64)
-    values = np.array([row[3:] for row in found], dtype=np.int64).reshape(len(found), len(_ROLLUP_ROW) - 3)
-    rank, explored, shown, skipped, clicked, helpful, unhelpful, unsupported = values.T
+    rank, explored, shown, skipped, clicked, helpful, unhelpful, unsupported = columns[3:]
     natural = np.where(explored == 0, shown, 0)
 
-    def total(column: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(keys), dtype=np.int64)
-        np.add.at(out, group, column)
-        return out
+    first_rows = np.flatnonzero(starts)
 
-    by_rank = np.zeros((len(keys), k + 1), dtype=np.int64)
-    np.add.at(by_rank, (group, np.where((rank >= 1) & (rank <= k), rank - 1, k)), skipped + clicked)
+    def total(column: np.ndarray) -> np.ndarray:
+        # The rows are in group order: each group's rows are one run.
+        return np.add.reduceat(column, first_rows) if len(first_rows) else np.zeros(0, dtype=np.int64)
+
+    cells = group * (k + 1) + np.where((rank >= 1) & (rank <= k), rank - 1, k)
+    # Integer counts as float64 weights: exact (they are far below 2**53).
+    by_rank = np.rint(np.bincount(cells, weights=skipped + clicked, minlength=len(keys) * (k + 1)))
+    by_rank = by_rank.astype(np.int64).reshape(len(keys), k + 1)
     counts = {
         "explicit": total(helpful + unhelpful + unsupported),
         "clicked": total(clicked),
@@ -634,57 +666,76 @@ def _ident(project_id: int | None, terms: str) -> str:
     return hashlib.blake2b(f"{project_id or ''}|{terms}".encode(), digest_size=20).hexdigest()
 
 
-def _store(verdicts: dict[tuple[int | None, str], _Verdict], *, replacing: set[tuple[int | None, str]] | None) -> None:
-    """Replace the stored judgements of the neighbourhoods ``replacing`` (None: all) with ``verdicts``."""
+def _store(
+    verdicts: dict[tuple[int | None, str], _Verdict], *, replacing: set[tuple[int | None, str]] | None
+) -> list[Decision]:
+    """Replace the stored judgements of the neighbourhoods ``replacing`` (None: all) with ``verdicts``;
+    returns their decisions as ``_stored`` will read them back (decoded from the text written), so
+    that the scan need not read back what it has just written."""
     if replacing is None:
         RetrievalScanJudgement.objects.all().delete()
     else:
         idents = sorted(_ident(*key) for key in replacing)
         for start in range(0, len(idents), 1000):
             RetrievalScanJudgement.objects.filter(ident__in=idents[start : start + 1000]).delete()
+    rows = [
+        (
+            _ident(project_id, terms),
+            project_id,
+            terms,
+            verdict.groups,
+            verdict.already_first,
+            len(verdict.decisions),
+            json.dumps(
+                [
+                    {
+                        "chunk": d.chunk_id,
+                        "kind": d.kind,
+                        "multiplier": d.multiplier,
+                        "strength": d.strength,
+                        "figures": d.figures[0],
+                    }
+                    for d in verdict.decisions
+                ]
+            ),
+        )
+        for (project_id, terms), verdict in verdicts.items()
+    ]
     # Many rows a statement (``rows_insert``): a full judgement writes one per neighbourhood.
     rows_insert(
         table=RetrievalScanJudgement._meta.db_table,
         columns=("ident", "project_id", "terms", "groups", "already_first", "decided", "decisions"),
         types=("varchar", "bigint", "text", "integer", "integer", "integer", "jsonb"),
-        rows=[
-            (
-                _ident(project_id, terms),
-                project_id,
-                terms,
-                verdict.groups,
-                verdict.already_first,
-                len(verdict.decisions),
-                json.dumps(
-                    [
-                        {
-                            "chunk": d.chunk_id,
-                            "kind": d.kind,
-                            "multiplier": d.multiplier,
-                            "strength": d.strength,
-                            "figures": d.figures[0],
-                        }
-                        for d in verdict.decisions
-                    ]
-                ),
-            )
-            for (project_id, terms), verdict in verdicts.items()
-        ],
+        rows=rows,
     )
+    return [
+        d for _, project_id, terms, _, _, decided, text in rows if decided for d in _decoded(project_id, terms, text)
+    ]
 
 
-def _stored() -> list[Decision]:
-    """Every stored boost and penalty."""
-    decisions = [
+def _decoded(project_id: int | None, terms: str, text: str | list[dict[str, Any]]) -> list[Decision]:
+    """A stored judgement's decisions (its JSON, as text or decoded)."""
+    found = json.loads(text) if isinstance(text, str) else text
+    return [
         Decision(
             d["chunk"], project_id, d["kind"], "query", d["multiplier"], d["strength"], [d["figures"]], keys=[terms]
         )
-        for project_id, terms, found in RetrievalScanJudgement.objects.filter(decided__gt=0).values_list(
-            "project_id", "terms", "decisions"
-        )
         for d in found
     ]
-    return _in_order(decisions)
+
+
+def _stored(*, skipping: AbstractSet[tuple[int | None, str]] = frozenset()) -> list[Decision]:
+    """Every stored boost and penalty, but those of the neighbourhoods ``skipping`` (read as text and
+    decoded here, so that what is skipped is not decoded)."""
+    idents = {_ident(*key) for key in skipping}
+    rows = (
+        RetrievalScanJudgement.objects.filter(decided__gt=0)
+        .annotate(text=Cast("decisions", TextField()))
+        .values_list("ident", "project_id", "terms", "text")
+    )
+    return _in_order(
+        d for ident, project_id, terms, text in rows if ident not in idents for d in _decoded(project_id, terms, text)
+    )
 
 
 def _judgements(report: ScanReport) -> list[Decision]:
@@ -725,23 +776,25 @@ def _judgements(report: ScanReport) -> list[Decision]:
                 reference = fresh  # fitted just now on this window, with the sample its size calls for
             else:
                 reference = _reference(propensity_estimate(), evidence=evidence)
-            _store(_judge(evidence, reference), replacing=None)
+            decisions = _in_order(_store(_judge(evidence, reference), replacing=None))
             judged.update(
                 {"mode": "full", "reason": rejudge_all, "neighbourhoods": len({k[1:] for k in evidence.keys})}
             )
         elif changed:
             assert reference is not None
             evidence = _evidence_of(changed)
-            _store(_judge(evidence, reference), replacing=changed)
+            judged_again = _store(_judge(evidence, reference), replacing=changed)
+            # The others as stored; those just written as written (not read back).
+            decisions = _in_order([*_stored(skipping=changed), *judged_again])
             judged.update({"mode": "incremental", "neighbourhoods": len(changed)})
         else:
             judged.update({"mode": "unchanged", "neighbourhoods": 0})
+            decisions = _stored()
         assert reference is not None
         state.generation = generation
         state.reference = reference.to_json()
         state.save()
         totals = RetrievalScanJudgement.objects.aggregate(groups=Sum("groups"), already_first=Sum("already_first"))
-        decisions = _stored()
     report.groups += totals["groups"] or 0
     report.already_first += totals["already_first"] or 0
     _describe(report, reference)

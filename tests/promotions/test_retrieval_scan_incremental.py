@@ -6,9 +6,13 @@ beyond the tolerance, the settings changed or the rollups were reset."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.embeddings import get_embedder
@@ -200,3 +204,37 @@ def test_the_report_counts_every_neighbourhood_judged_not_only_those_judged_agai
     assert later.groups > RetrievalScanJudgement.objects.get(terms=neighbourhood(BUCKLING)).groups
     assert later.propensity == first.propensity  # judged under the stored reference
     assert later.relevance_prior == first.relevance_prior
+
+
+def test_the_decisions_a_scan_proposes_from_are_those_stored_whichever_way_it_judged(world, corpus, monkeypatch):
+    """A full judgement proposes from what it has just written, without reading the judgements back; an
+    incremental one reads back only the neighbourhoods it did not judge again: the decisions are
+    what reading every stored judgement gives, in the same order."""
+    returned: list[list[Decision]] = []
+    judgements = scanner._judgements
+    monkeypatch.setattr(scanner, "_judgements", lambda report: returned.append(judgements(report)) or returned[-1])
+    ask(world, FLUTTER, used_rank=1)
+    ask(world, BUCKLING, used_rank=2)
+    ask(world, HEATING, used_rank=1)
+    with CaptureQueriesContext(connection) as queries:
+        first = retrieval_scan()
+    assert first.judged["mode"] == "full"
+    assert returned[-1]
+    read_back = re.compile(r"SELECT .*decisions.* FROM .ai_retrieval_scan_judgements")
+    assert not [q for q in queries.captured_queries if read_back.search(q["sql"])]
+    assert as_compared(returned[-1]) == as_compared(_stored())
+    ask(world, BUCKLING, used_rank=3, times=4)
+    with override_settings(RETRIEVAL_SCAN_REJUDGE_TOLERANCE=0.5):
+        later = retrieval_scan()
+    assert later.judged["mode"] == "incremental"
+    assert as_compared(returned[-1]) == as_compared(_stored())
+    assert retrieval_scan().judged["mode"] == "unchanged"
+    assert as_compared(returned[-1]) == as_compared(_stored())
+
+
+def as_compared(decisions: list[Decision]) -> list[tuple]:
+    """In order, with the figures as stored JSON (key order aside)."""
+    return [
+        (d.chunk_id, d.project_id, d.keys, d.kind, d.multiplier, d.strength, json.dumps(d.figures, sort_keys=True))
+        for d in decisions
+    ]

@@ -264,3 +264,43 @@ def test_the_recount_reads_the_marked_searches_rows_without_joining_the_traces(w
     for sql in marked:
         assert RetrievalQuery._meta.db_table not in sql
     assert_in_step()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL storage parameter")
+def test_rollup_pages_keep_room_for_their_rows_updated_in_place(world, corpus):
+    """A refresh updates tens of thousands of rollups' counts: with room left on each page (fillfactor
+    70) PostgreSQL updates a row on its page without touching the table's indexes (a HOT update),
+    where on full pages each update wrote a new entry into every index."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [TraceRollup._meta.db_table])
+        assert "fillfactor=70" in (cursor.fetchone()[0] or [])
+    results = searches(world, "owner", 3)
+    refresh()
+    mark(world, "owner", results[0], 1, cited=True)
+    refresh()  # the search's rows counted: new rollups
+    mark(world, "owner", results[0], 2, outcome="helpful")
+    refresh()  # counted again: the same rollups' counts change
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = %s",
+            [TraceRollup._meta.db_table],
+        )
+        updated, hot = cursor.fetchone()
+    assert updated > 0
+    assert hot == updated
+    assert_in_step()
+
+
+def test_a_refresh_with_nothing_new_to_count_records_no_mark_rows(world, corpus):
+    """The rows not counted yet are read once: when none is counted, no second read inserts mark rows."""
+    results = searches(world, "owner", 2)
+    mark(world, "owner", results[0], 1, cited=True)
+    refresh()
+    searches(world, "member", 2)  # new searches without feedback: nothing to count
+    with CaptureQueriesContext(connection) as captured:
+        report = refresh()
+    assert report.new_rows == 0
+    table = TraceRollupMark._meta.db_table
+    # (the re-count of the search marked within the settling margin writes its own, from its read)
+    assert not [q for q in captured if q["sql"].startswith(f"INSERT INTO {table}") and "AS counted" in q["sql"]]
+    assert_in_step()
