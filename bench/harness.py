@@ -102,6 +102,38 @@ def service_key(env: dict) -> str:
     return sh([PY, "manage.py", "create_api_key", "--user", "bench", "--service", "--name", "bench"], env).split()[-1]
 
 
+def _tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by a process and its children (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(entry.name) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
+def wait_until_idle(pid: int, *, below: float = 0.1, timeout: float = 240.0) -> float:
+    """Wait until a server and its workers use less than ``below`` of a core over a second: each
+    gunicorn worker loads the embedding model in the background when it starts (config/
+    gunicorn.conf.py), seconds of CPU each that a measurement would otherwise share. The seconds
+    waited."""
+    start = time.monotonic()
+    used = _tree_cpu_seconds(pid)
+    while time.monotonic() - start < timeout:
+        time.sleep(1.0)
+        now = _tree_cpu_seconds(pid)
+        if now - used < below:
+            break
+        used = now
+    return round(time.monotonic() - start, 1)
+
+
 @contextmanager
 def gunicorn(
     env: dict,
@@ -145,6 +177,7 @@ def gunicorn(
                 time.sleep(0.2)
         else:
             raise SystemExit("gunicorn did not come up")
+        print(f"gunicorn up; its workers idle after {wait_until_idle(server.pid)} s (models loaded)", flush=True)
         yield base
     finally:
         server.terminate()
