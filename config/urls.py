@@ -17,7 +17,7 @@ from promotions import views as promotion_views
 
 # Django tries patterns in order, so the busiest routes come first: event ingestion and observed
 # messages (every assistant turn), then search. No path matches patterns of two of these groups
-# (tests/test_urls.py), so the order changes only how soon a path is found, never which view answers.
+# (tests/config/test_api_conventions.py), so the order changes only how soon a path is found, never which view answers.
 api_v1 = [
     path("feedback/", include("feedback.urls")),
     path("", include("learning.urls")),

@@ -51,7 +51,7 @@ import hashlib
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
@@ -363,9 +363,7 @@ def _evidence(*querysets: QuerySet, only: set[tuple[int | None, str]] | None = N
             chunk_of[starts].tolist(), project_of[starts].tolist(), terms_of[starts].tolist(), strict=True
         )
     ]
-    rank, explored, shown, skipped, clicked, helpful, unhelpful, unsupported = columns[3:]
-    natural = np.where(explored == 0, shown, 0)
-
+    rank, _explored, _shown, skipped, clicked, *_ = columns[3:]
     first_rows = np.flatnonzero(starts)
 
     def total(column: np.ndarray) -> np.ndarray:
@@ -376,7 +374,16 @@ def _evidence(*querysets: QuerySet, only: set[tuple[int | None, str]] | None = N
     # Integer counts as float64 weights: exact (they are far below 2**53).
     by_rank = np.rint(np.bincount(cells, weights=skipped + clicked, minlength=len(keys) * (k + 1)))
     by_rank = by_rank.astype(np.int64).reshape(len(keys), k + 1)
-    counts = {
+    counts = evidence_counts(total, columns[3:])
+    return _Evidence(keys, by_rank, counts)
+
+
+def evidence_counts(total: Callable[[np.ndarray], np.ndarray], columns: np.ndarray) -> dict[str, np.ndarray]:
+    """What a group's evidence counts, from the rollup rows' numeric columns (``_ROLLUP_ROW`` after the
+    group key, one array each) and ``total``, which sums a per-row array per group."""
+    rank, explored, shown, skipped, clicked, helpful, unhelpful, unsupported = columns
+    natural = np.where(explored == 0, shown, 0)
+    return {
         "explicit": total(helpful + unhelpful + unsupported),
         "clicked": total(clicked),
         "helpful": total(helpful),
@@ -387,7 +394,6 @@ def _evidence(*querysets: QuerySet, only: set[tuple[int | None, str]] | None = N
         "first": total(np.where(rank == 1, natural, 0)),
         "natural": total(natural),
     }
-    return _Evidence(keys, by_rank, counts)
 
 
 def _settings_fingerprint() -> str:

@@ -1,6 +1,6 @@
-"""How the retrieval scan reads what it judges: the evidence summed per group by the database is what
-summing every rollup row in Python gives (the read it replaced, kept here as the oracle), groups in
-the same order."""
+"""How the retrieval scan reads what it judges: the evidence read through a cursor and summed per group
+by numpy is what grouping every rollup row in Python gives (the read it replaced, kept here as the
+oracle for the grouping and its order; what a group counts is the scanner's ``evidence_counts``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from accounts.models import Project
-from promotions.scanners.retrieval import _Evidence, _evidence, _group_order
+from promotions.scanners.retrieval import _Evidence, _evidence, _group_order, evidence_counts
 from retrieval.conf import retrieval_settings
 from retrieval.models import TraceRollup
 from retrieval.rollups import _ident
@@ -28,8 +28,7 @@ def rowwise(*querysets, k, only=None) -> _Evidence:
     index = {key: i for i, key in enumerate(keys)}
     group = np.array([index[(row[0], row[1], row[2])] for row in found], dtype=np.int64)
     values = np.array([row[3:] for row in found], dtype=np.int64).reshape(len(found), len(ROW) - 3)
-    rank, explored, shown, skipped, clicked, helpful, unhelpful, unsupported = values.T
-    natural = np.where(explored == 0, shown, 0)
+    rank, _explored, _shown, skipped, clicked, *_ = values.T
 
     def total(column):
         out = np.zeros(len(keys), dtype=np.int64)
@@ -38,17 +37,7 @@ def rowwise(*querysets, k, only=None) -> _Evidence:
 
     by_rank = np.zeros((len(keys), k + 1), dtype=np.int64)
     np.add.at(by_rank, (group, np.where((rank >= 1) & (rank <= k), rank - 1, k)), skipped + clicked)
-    counts = {
-        "explicit": total(helpful + unhelpful + unsupported),
-        "clicked": total(clicked),
-        "helpful": total(helpful),
-        "shown": total(shown),
-        "positives": total(clicked + helpful),
-        "negatives": total(unhelpful + unsupported),
-        "skips": total(skipped),
-        "first": total(np.where(rank == 1, natural, 0)),
-        "natural": total(natural),
-    }
+    counts = evidence_counts(total, values.T)
     return _Evidence(keys, by_rank, counts)
 
 
@@ -101,7 +90,7 @@ def rollups(world, settings):
     return other
 
 
-def test_the_evidence_summed_by_the_database_is_the_rows_summed_one_by_one(world, rollups):
+def test_the_evidence_summed_by_numpy_is_the_rows_summed_one_by_one(world, rollups):
     same(_evidence(TraceRollup.objects.all()), rowwise(TraceRollup.objects.all(), k=4))
     some = TraceRollup.objects.filter(chunk_id__in=[3, 200])
     same(_evidence(some), rowwise(some, k=4))
