@@ -237,15 +237,36 @@ def _subtract(rows: QuerySet, state: TraceRollupState, deltas: _Deltas) -> int:
 
 
 def _count(rows: QuerySet, deltas: _Deltas) -> int:
-    """Add what ``rows`` contribute now (those of searches with feedback), and record how each was counted."""
+    """Add what ``rows`` contribute now (those of searches with feedback), and record how each was counted.
+
+    What is counted and what is recorded must be the same rows in the same categories: a search that got
+    its first feedback (or a row a new mark) between two reads would be recorded without being counted,
+    and the next refresh would take back what was never added. On PostgreSQL (READ COMMITTED: each
+    statement sees its own snapshot) one statement reads the rows once, records them and returns their
+    groups; SQLite serialises writers, so its two statements in the refresh's transaction see the same
+    rows."""
     # A result whose passage a re-import changed or removed (chunk NULL) is evidence about no chunk.
     rows = _with_category(rows.filter(trace__feedback_at__isnull=False, chunk__isnull=False))
+    table = TraceRollupMark._meta.db_table
+    if connection.vendor == "postgresql":
+        sql, params = rows.values_list("id", "category_now", *_GROUP).query.sql_with_params()
+        group = ", ".join(_GROUP)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH counted AS MATERIALIZED ({sql}), "  # noqa: S608 - table and column names are the models'
+                f"recorded AS (INSERT INTO {table} (feedback_id, category) SELECT id, category_now FROM counted) "
+                f"SELECT {group}, category_now, count(*) FROM counted GROUP BY {group}, category_now",
+                params,
+            )
+            fields = (*_GROUP, "category_now", "n")
+            return deltas.add(
+                (dict(zip(fields, row, strict=True)) for row in cursor), category_field="category_now", sign=1
+            )
     n = deltas.add(_grouped(rows, "category_now"), category_field="category_now", sign=1)
     if not n:
         return 0  # nothing counted, nothing to record (the same read again cost a second anti-join)
     sql, params = rows.values_list("id", "category_now").query.sql_with_params()
     with connection.cursor() as cursor:
-        table = TraceRollupMark._meta.db_table
         cursor.execute(f"INSERT INTO {table} (feedback_id, category) SELECT * FROM ({sql}) AS counted", params)  # noqa: S608
     return n
 

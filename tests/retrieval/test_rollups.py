@@ -3,6 +3,7 @@ marks, new searches, erasure, deleted chunks, the window moving on and ids commi
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from core.embeddings import get_embedder
 from promotions.erasure import user_erase
+from retrieval import rollups
 from retrieval.models import Document, RetrievalFeedback, RetrievalQuery, TraceRollup, TraceRollupMark
 from retrieval.rollups import COUNTS, neighbourhood, trace_rollups_changed, trace_rollups_full, trace_rollups_refresh
 from retrieval.services import DocumentInput, ResultFeedback, documents_import, retrieval_feedback_record, search
@@ -304,3 +306,44 @@ def test_a_refresh_with_nothing_new_to_count_records_no_mark_rows(world, corpus)
     # (the re-count of the search marked within the settling margin writes its own, from its read)
     assert not [q for q in captured if q["sql"].startswith(f"INSERT INTO {table}") and "AS counted" in q["sql"]]
     assert_in_step()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_marked_while_new_rows_are_counted_is_counted_and_recorded_alike(world, corpus, monkeypatch):
+    """What the refresh counts as new and the mark rows it records are read in one snapshot: a search
+    that gets its first feedback (from another connection) in between is either in both or in neither,
+    so the next refresh can take back exactly what was counted."""
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent writers are PostgreSQL's (SQLite serialises them); the PostgreSQL run covers this")
+    counted = searches(world, "owner", 1)
+    late = searches(world, "other", 1)
+    mark(world, "owner", counted[0], 0, cited=True)
+    add = rollups._Deltas.add
+    marked_meanwhile: list[bool] = []
+
+    def add_then_mark_elsewhere(self, grouped, *, category_field, sign):
+        n = add(self, grouped, category_field=category_field, sign=sign)
+        if sign > 0 and not marked_meanwhile:
+            marked_meanwhile.append(True)
+
+            def elsewhere():
+                try:
+                    mark(world, "other", late[0], 1, outcome="helpful")
+                finally:
+                    connection.close()
+
+            thread = threading.Thread(target=elsewhere)
+            thread.start()
+            thread.join()
+        return n
+
+    monkeypatch.setattr(rollups._Deltas, "add", add_then_mark_elsewhere)
+    refresh(settle_seconds=0)
+    monkeypatch.undo()
+    assert marked_meanwhile
+    assert RetrievalQuery.objects.get(pk=late[0].trace_id).feedback_at is not None  # the other connection's mark
+    assert TraceRollupMark.objects.count() == sum(r.shown for r in TraceRollup.objects.all()) == 4
+    refresh(settle_seconds=0)
+    assert_in_step()
+    assert sum(r.shown for r in TraceRollup.objects.all()) == 8
+    assert sum(r.helpful for r in TraceRollup.objects.all()) == 1
