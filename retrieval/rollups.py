@@ -246,7 +246,8 @@ def _count(rows: QuerySet, deltas: _Deltas) -> int:
     groups; SQLite serialises writers, so its two statements in the refresh's transaction see the same
     rows."""
     # A result whose passage a re-import changed or removed (chunk NULL) is evidence about no chunk.
-    rows = _with_category(rows.filter(trace__feedback_at__isnull=False, chunk__isnull=False))
+    # .order_by(): the rows' default ordering (by search, then rank) would sort every counted row.
+    rows = _with_category(rows.filter(trace__feedback_at__isnull=False, chunk__isnull=False)).order_by()
     table = TraceRollupMark._meta.db_table
     if connection.vendor == "postgresql":
         sql, params = rows.values_list("id", "category_now", *_GROUP).query.sql_with_params()

@@ -272,7 +272,9 @@ def test_the_recount_reads_the_marked_searches_rows_without_joining_the_traces(w
 def test_rollup_pages_keep_room_for_their_rows_updated_in_place(world, corpus):
     """A refresh updates tens of thousands of rollups' counts: with room left on each page (fillfactor
     70) PostgreSQL updates a row on its page without touching the table's indexes (a HOT update),
-    where on full pages each update wrote a new entry into every index."""
+    where on full pages each update wrote a new entry into every index. The storage parameter is what
+    this checks; a handful of rows fit on near-empty pages at any fillfactor, so ``hot == updated`` below
+    only confirms that the refresh's updates leave the indexed columns alone."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [TraceRollup._meta.db_table])
         assert "fillfactor=70" in (cursor.fetchone()[0] or [])
@@ -294,7 +296,8 @@ def test_rollup_pages_keep_room_for_their_rows_updated_in_place(world, corpus):
 
 
 def test_a_refresh_with_nothing_new_to_count_records_no_mark_rows(world, corpus):
-    """The rows not counted yet are read once: when none is counted, no second read inserts mark rows."""
+    """The rows not counted yet are read once: on PostgreSQL one statement reads, records and groups
+    them; on SQLite, when none is counted, no second read inserts mark rows."""
     results = searches(world, "owner", 2)
     mark(world, "owner", results[0], 1, cited=True)
     refresh()
@@ -304,7 +307,13 @@ def test_a_refresh_with_nothing_new_to_count_records_no_mark_rows(world, corpus)
     assert report.new_rows == 0
     table = TraceRollupMark._meta.db_table
     # (the re-count of the search marked within the settling margin writes its own, from its read)
-    assert not [q for q in captured if q["sql"].startswith(f"INSERT INTO {table}") and "AS counted" in q["sql"]]
+    reads = [q["sql"] for q in captured if f"INSERT INTO {table}" in q["sql"] and "counted" in q["sql"]]
+    if connection.vendor == "postgresql":
+        assert len(reads) == 1
+        assert reads[0].startswith("WITH counted AS MATERIALIZED")
+        assert "ORDER BY" not in reads[0]  # the rows' default ordering would sort every counted row
+    else:
+        assert not reads
     assert_in_step()
 
 
