@@ -202,6 +202,29 @@ def local_grouped_cv(embedder: Any, rows: list[dict[str, Any]], folds: int = 5) 
     return [a for a in analyses if a is not None]
 
 
+def local_grouped_cv_thresholds(
+    embedder: Any, rows: list[dict[str, Any]], thresholds: list[float], *, seed: int = CV_SEED, folds: int = 5
+) -> dict[float, list[Analysis]]:
+    """``local_grouped_cv`` with the CV split of ``seed``, once for each storing threshold (STORE_MIN): each
+    fold is fitted once and its test messages analysed under every threshold."""
+    from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
+
+    from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
+    from learning.analyzer.model import fit_models  # noqa: PLC0415  heavy: scikit-learn
+
+    groups = [row.get("family") or row["id"] for row in rows]
+    split = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+    analyses: dict[float, list[Analysis | None]] = {t: [None] * len(rows) for t in thresholds}
+    for fit, test in split.split(rows, [row["type"] for row in rows], groups):
+        models = fit_models(embedder, [rows[i] for i in fit])
+        inputs = [analyzer_input(rows[i]) for i in test]
+        for threshold in thresholds:
+            analyzer = LocalAnalyzer(models=models, embedder=embedder, store_min=threshold)
+            for i, analysis in zip(test, analyzer.analyze_many(inputs), strict=True):
+                analyses[threshold][i] = analysis
+    return {t: [a for a in found if a is not None] for t, found in analyses.items()}
+
+
 def local_fitted_on(embedder: Any, rows: list[dict[str, Any]]):
     """A local analyzer fitted on these rows only."""
     from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn

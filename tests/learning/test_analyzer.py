@@ -10,6 +10,7 @@ import pytest
 from learning.analyzer import describe
 from learning.analyzer.axes import AXES
 from learning.analyzer.base import AnalyzerInput, SimilarPrompt
+from learning.analyzer.local import LocalAnalyzer
 from learning.evaluation import keeps_key, predicted_type
 from learning.safety import steering_reasons
 from tests.learning.analyzer_cases import TRAINING_TEXTS, analyze
@@ -319,3 +320,12 @@ def test_a_frequency_is_no_repetition_cue(text, repeated):
 
     lowered = text.lower()
     assert bool(_REPEAT.search(lowered) or _ASKED_BEFORE.search(lowered)) is repeated
+
+
+def test_a_preference_short_of_the_storing_threshold_is_not_stored(analyzer):
+    """The threshold analyzer_eval --store-sweep measures is the one the analyzer applies."""
+    item = AnalyzerInput(current_message="Always answer me in Spanish.")
+    assert analyzer.analyze(item).preference is not None
+    strict = LocalAnalyzer(models=analyzer.models, embedder=analyzer.embedder, store_min=1.01)
+    found = strict.analyze(item)
+    assert (found.detected, found.preference, found.memory) == ("none", None, None)

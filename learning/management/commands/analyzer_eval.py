@@ -18,6 +18,7 @@ from learning.evaluation import (
     load_labelled,
     local_fitted_on,
     local_grouped_cv,
+    local_grouped_cv_thresholds,
     score_analyses,
     score_prefeval,
     steering_cv,
@@ -43,6 +44,13 @@ class Command(BaseCommand):
         parser.add_argument("--prefeval", type=Path, default=DEFAULT_PREFEVAL, help="folder of PrefEval *.json files")
         parser.add_argument("--analyzer", choices=["local", "openai", "all"], default="all")
         parser.add_argument("--show-mistakes", action="store_true")
+        parser.add_argument(
+            "--store-sweep",
+            metavar="T1,T2,...",
+            help="instead of the report: the local analyzer's type macro-F1 and mislearns under each storing "
+            "threshold (STORE_MIN), grouped CV on the 80 %% only, over --cv-seeds; PrefEval recall under each",
+        )
+        parser.add_argument("--cv-seeds", default="0,1,2", metavar="S1,S2,...", help="with --store-sweep")
 
     def handle(self, *args, **options) -> None:
         os.environ["EMBEDDING_THREADS"] = "1"  # throughput is reported for one core
@@ -56,6 +64,11 @@ class Command(BaseCommand):
         team, held = [rows[i] for i in fit_idx], [rows[i] for i in held_idx]
         show = options["show_mistakes"]
         wanted = options["analyzer"]
+        if options["store_sweep"]:
+            thresholds = [float(t) for t in options["store_sweep"].split(",")]
+            seeds = [int(s) for s in options["cv_seeds"].split(",")]
+            self.store_sweep(CachedEmbedder(get_embedder()), team, thresholds, seeds, options["prefeval"])
+            return
         if wanted in ("local", "all"):
             embedder = CachedEmbedder(get_embedder())
             self.stdout.write(
@@ -141,6 +154,32 @@ class Command(BaseCommand):
                 self.stdout.write(f"       missed: {text}")
             for text in scores.false:
                 self.stdout.write(f"       false:  {text}")
+
+    def store_sweep(self, embedder, team, thresholds: list[float], seeds: list[int], prefeval: Path) -> None:
+        """The figures STORE_MIN is chosen on (the lowest threshold with at most 2 % of stored items
+        mislearned under grouped CV): the fitting side only, never the held-out 20 %."""
+        self.stdout.write(f"== storing threshold sweep: grouped 5-fold CV on the 80 % ({len(team)}), seeds {seeds}")
+        figures: dict[float, list[Scores]] = {t: [] for t in thresholds}
+        for seed in seeds:
+            for threshold, analyses in local_grouped_cv_thresholds(embedder, team, thresholds, seed=seed).items():
+                figures[threshold].append(score_analyses(team, analyses))
+        from core.embeddings import get_embedder  # noqa: PLC0415  heavy: the model
+        from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
+
+        production = LocalAnalyzer(embedder=get_embedder())  # fitted on the whole file, as deployed
+        for threshold, scores in figures.items():
+            mislearned, learned = sum(s.mislearned for s in scores), sum(s.learned for s in scores)
+            per_seed = " / ".join(f"{s.macro_f1:.3f}" for s in scores)
+            line = (
+                f"  STORE_MIN {threshold:.2f}: type macro-F1 {per_seed} (mean "
+                f"{sum(s.macro_f1 for s in scores) / len(scores):.3f}); mislearned {mislearned}/{learned} "
+                f"({mislearned / max(1, learned):.1%}); stored per seed {learned / len(scores):.0f}"
+            )
+            if prefeval.is_dir():
+                production.store_min = threshold
+                pe = score_prefeval(production, prefeval)
+                line += f"; PrefEval faithful {pe.recall:.3f}, questions learned {pe.false_rate:.3f}"
+            self.stdout.write(line)
 
     def prefeval(self, analyzer, directory: Path, show: bool) -> None:
         if not directory.is_dir():
