@@ -984,9 +984,18 @@ def _newest_results(pairs: list[tuple[int, int | None]], expired_id: int) -> Ite
         expired_id,
         ANCHOR_RESULTS,
     ]
-    with connection.cursor() as cursor:
+    # The planner prices a pair's results as a few dozen rows and prefers a bitmap scan of the chunk's
+    # index, which reads every result of the chunk and sorts them (the project-less pairs did so at 2M
+    # trace rows); walking the index newest first was 30 % faster there. Bitmap scans are off for this
+    # one statement only, and the setting is put back for whatever else the transaction runs.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_bitmapscan')")
+        (bitmapscan,) = cursor.fetchone()
+        cursor.execute("SELECT set_config('enable_bitmapscan', 'off', true)")
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        rows = cursor.fetchall()
+        cursor.execute("SELECT set_config('enable_bitmapscan', %s, true)", [bitmapscan])
+    return rows
 
 
 def _decided(*, chunk_ids: list[int]) -> dict[str, list[tuple[str, str, float]]]:

@@ -8,6 +8,7 @@ import itertools
 from collections import defaultdict
 
 import pytest
+from django.db import connection
 
 from accounts.models import Project
 from promotions.scanners import retrieval as scanner
@@ -161,3 +162,13 @@ def test_results_beyond_the_two_thousand_newest_of_a_pair_are_not_read(world):
 def test_no_query_scoped_decision_reads_nothing(world, django_assert_num_queries):
     with django_assert_num_queries(0):
         assert _anchors([Decision(1, None, "stale", "global", 0.8, 5.0, [])], 0) == {}
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL reads the anchors with bitmap scans off")
+def test_bitmap_scans_are_off_for_the_anchors_read_only(world, varied):
+    decisions, _ = varied
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('enable_bitmapscan', 'on', true)")
+        assert _anchors(decisions, 0)
+        cursor.execute("SHOW enable_bitmapscan")
+        assert cursor.fetchone() == ("on",)
