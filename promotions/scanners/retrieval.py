@@ -909,7 +909,7 @@ ANCHOR_BATCH = 500
 def _anchors(decisions: list[Decision], expired_id: int) -> dict[int, list[tuple[str, list[str]]]]:
     """For each query-scoped decision: up to RETRIEVAL_SCAN_MAX_ANCHORS distinct queries of its
     neighbourhoods among the chunk's ANCHOR_RESULTS newest results in its project (newest first), as
-    (trace id, content words). One query per ANCHOR_BATCH chunks."""
+    (trace id, content words). One read per ANCHOR_BATCH chunks."""
     limit = promotions_settings.RETRIEVAL_SCAN_MAX_ANCHORS
     wanted = {(d.chunk_id, d.project_id): set(d.keys) for d in decisions if d.scope == "query"}
     found: dict[int, list[tuple[str, list[str]]]] = {chunk_id: [] for chunk_id, _ in wanted}
@@ -953,7 +953,8 @@ def _newest_results(pairs: list[tuple[int, int | None]], expired_id: int) -> Ite
         return []
     # Per pair, its newest results by a LIMIT on the (chunk_id, project_id, id) index walked backwards:
     # it reads ANCHOR_RESULTS entries and stops, where a window over the chunks sorted every result
-    # they have (at 10M trace rows, 52 s for the first scan's anchors). "project_id = NULL" matches
+    # they have (bench/search_scan.py, 10M trace rows, the first scan's 22,501 decisions: 57-71 s
+    # before, 25 s so; the incremental scan's 520: 1.1-1.2 s, 0.5-0.6 s). "project_id = NULL" matches
     # nothing, so pairs without a project have their own branch ("IS NULL", which the index serves
     # too; ordering by project_id as well lets it give the order without a sort). DISTINCT ON keeps
     # the newest result of each exact text: about 2,400 rows per 500 chunks instead of 91,000.
@@ -984,10 +985,12 @@ def _newest_results(pairs: list[tuple[int, int | None]], expired_id: int) -> Ite
         expired_id,
         ANCHOR_RESULTS,
     ]
-    # The planner prices a pair's results as a few dozen rows and prefers a bitmap scan of the chunk's
-    # index, which reads every result of the chunk and sorts them (the project-less pairs did so at 2M
-    # trace rows); walking the index newest first was 30 % faster there. Bitmap scans are off for this
-    # one statement only, and the setting is put back for whatever else the transaction runs.
+    # The planner prices a pair at a couple of hundred results and picks a bitmap scan of the chunk's
+    # index for the project-less pairs, which reads every result of the chunk, however many, and
+    # sorts them. Walking the index newest first instead (same data, alternating runs, load 1.3-3.5):
+    # 2M trace rows 3.0-3.1 -> 2.0-2.1 s; 10M, the first scan's decisions 31-35 -> 22-27 s, the 500 of
+    # them with the most results (761-27,561 each) 5.8-7.3 -> 3.3-3.5 s. So bitmap scans are off for
+    # this one statement only, and the setting is put back for whatever else the transaction runs.
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('enable_bitmapscan')")
         (bitmapscan,) = cursor.fetchone()
