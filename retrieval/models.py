@@ -166,6 +166,9 @@ class RetrievalFeedback(models.Model):
             models.Index("user", models.F("created_at").desc(), name="retrieval_fb_user_created"),
             # The scan's rollups find the results marked since their last run (retrieval/rollups.py).
             models.Index("updated_at", name="retrieval_fb_updated"),
+            # The retrieval scan's anchors: a chunk's newest results in a project, read newest first by
+            # walking this index (promotions/scanners/retrieval.py, _newest_results).
+            models.Index(fields=["chunk", "project", "id"], name="retrieval_fb_chunk_project_id"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["trace", "chunk"], name="retrieval_fb_unique_trace_chunk"),

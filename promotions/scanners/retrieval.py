@@ -900,26 +900,25 @@ def _per_chunk(decisions: list[Decision]) -> list[Decision]:
     return [*chosen.values(), *merged.values()]
 
 
+# A query-scoped weight's anchors are picked among the newest results of its chunk in its project,
+# this many, read for so many chunks at a time.
+ANCHOR_RESULTS = 2000
+ANCHOR_BATCH = 500
+
+
 def _anchors(decisions: list[Decision], expired_id: int) -> dict[int, list[tuple[str, list[str]]]]:
     """For each query-scoped decision: up to RETRIEVAL_SCAN_MAX_ANCHORS distinct queries of its
-    neighbourhoods among the chunk's 2,000 newest results in its project (newest first), as (trace id,
-    content words). One query per 500 chunks."""
+    neighbourhoods among the chunk's ANCHOR_RESULTS newest results in its project (newest first), as
+    (trace id, content words). One read per ANCHOR_BATCH chunks."""
     limit = promotions_settings.RETRIEVAL_SCAN_MAX_ANCHORS
     wanted = {(d.chunk_id, d.project_id): set(d.keys) for d in decisions if d.scope == "query"}
     found: dict[int, list[tuple[str, list[str]]]] = {chunk_id: [] for chunk_id, _ in wanted}
     seen: dict[tuple[int, int | None], set[str]] = defaultdict(set)
     chunks = sorted(found)
-    for start in range(0, len(chunks), 500):
-        rows = (
-            RetrievalFeedback.objects.filter(chunk_id__in=chunks[start : start + 500], id__gt=expired_id)
-            .annotate(
-                newest=Window(RowNumber(), partition_by=[F("chunk_id"), F("project_id")], order_by=F("id").desc())
-            )
-            .filter(newest__lte=2000)
-            .order_by("chunk_id", "project_id", "-id")
-            .values_list("chunk_id", "project_id", "trace_id", "query_text")
-        )
-        for chunk_id, project_id, trace_id, text in rows.iterator(chunk_size=5000):
+    for start in range(0, len(chunks), ANCHOR_BATCH):
+        batch = set(chunks[start : start + ANCHOR_BATCH])
+        pairs = [pair for pair in wanted if pair[0] in batch]
+        for chunk_id, project_id, trace_id, text in _newest_results(pairs, expired_id):
             key = (chunk_id, project_id)
             if key not in wanted or len(found[chunk_id]) >= limit:
                 continue
@@ -931,6 +930,75 @@ def _anchors(decisions: list[Decision], expired_id: int) -> dict[int, list[tuple
             if terms in wanted[key]:
                 found[chunk_id].append((str(trace_id), terms.split()))
     return found
+
+
+def _newest_results(pairs: list[tuple[int, int | None]], expired_id: int) -> Iterable[tuple[int, int | None, Any, str]]:
+    """(chunk id, project id, trace id, query text) of the ANCHOR_RESULTS newest results newer than
+    ``expired_id`` of each (chunk, project) pair, by chunk, then project (no project last), newest
+    first. On PostgreSQL only those pairs, and of each exact query text only its newest result (the
+    older ones are the same query to ``_anchors``); elsewhere every result of the pairs' chunks in
+    that window (``_anchors`` skips the rest)."""
+    if connection.vendor != "postgresql":
+        rows = (
+            RetrievalFeedback.objects.filter(chunk_id__in={chunk_id for chunk_id, _ in pairs}, id__gt=expired_id)
+            .annotate(
+                newest=Window(RowNumber(), partition_by=[F("chunk_id"), F("project_id")], order_by=F("id").desc())
+            )
+            .filter(newest__lte=ANCHOR_RESULTS)
+            .order_by("chunk_id", F("project_id").asc(nulls_last=True), "-id")
+            .values_list("chunk_id", "project_id", "trace_id", "query_text")
+        )
+        return rows.iterator(chunk_size=5000)
+    if not pairs:
+        return []
+    # Per pair, its newest results by a LIMIT on the (chunk_id, project_id, id) index walked backwards:
+    # it reads ANCHOR_RESULTS entries and stops, where a window over the chunks sorted every result
+    # they have (bench/search_scan.py, 10M trace rows, the first scan's 22,501 decisions: 57-71 s
+    # before, 25 s so; the incremental scan's 520: 1.1-1.2 s, 0.5-0.6 s). "project_id = NULL" matches
+    # nothing, so pairs without a project have their own branch ("IS NULL", which the index serves
+    # too; ordering by project_id as well lets it give the order without a sort). DISTINCT ON keeps
+    # the newest result of each exact text: about 2,400 rows per 500 chunks instead of 91,000.
+    table = RetrievalFeedback._meta.db_table
+    # Composed only of a table name and fixed SQL; values are parameters.
+    newest = (
+        'SELECT DISTINCT ON (n.query_text COLLATE "C") n.id, n.trace_id, n.query_text FROM ('  # noqa: S608
+        f"SELECT f.id, f.trace_id, f.query_text FROM {table} f WHERE f.chunk_id = p.chunk_id AND f.project_id {{}} "
+        "AND f.id > %s ORDER BY f.project_id DESC, f.id DESC LIMIT %s) n "
+        'ORDER BY n.query_text COLLATE "C", n.id DESC'
+    )
+    sql = (
+        "SELECT chunk_id, project_id, trace_id, query_text FROM ("  # noqa: S608
+        "SELECT p.chunk_id, p.project_id, r.id, r.trace_id, r.query_text "
+        "FROM unnest(%s::bigint[], %s::bigint[]) AS p (chunk_id, project_id) "
+        f"CROSS JOIN LATERAL ({newest.format('= p.project_id')}) r "
+        "UNION ALL SELECT p.chunk_id, NULL, r.id, r.trace_id, r.query_text "
+        f"FROM unnest(%s::bigint[]) AS p (chunk_id) CROSS JOIN LATERAL ({newest.format('IS NULL')}) r"
+        ") t ORDER BY chunk_id, project_id NULLS LAST, id DESC"
+    )
+    projects = [pair for pair in pairs if pair[1] is not None]
+    params: list[Any] = [
+        [chunk_id for chunk_id, _ in projects],
+        [project_id for _, project_id in projects],
+        expired_id,
+        ANCHOR_RESULTS,
+        [chunk_id for chunk_id, project_id in pairs if project_id is None],
+        expired_id,
+        ANCHOR_RESULTS,
+    ]
+    # The planner prices a pair at a couple of hundred results and picks a bitmap scan of the chunk's
+    # index for the project-less pairs, which reads every result of the chunk, however many, and
+    # sorts them. Walking the index newest first instead (same data, alternating runs, load 1.3-3.5):
+    # 2M trace rows 3.0-3.1 -> 2.0-2.1 s; 10M, the first scan's decisions 31-35 -> 22-27 s, the 500 of
+    # them with the most results (761-27,561 each) 5.8-7.3 -> 3.3-3.5 s. So bitmap scans are off for
+    # this one statement only, and the setting is put back for whatever else the transaction runs.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_bitmapscan')")
+        (bitmapscan,) = cursor.fetchone()
+        cursor.execute("SELECT set_config('enable_bitmapscan', 'off', true)")
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        cursor.execute("SELECT set_config('enable_bitmapscan', %s, true)", [bitmapscan])
+    return rows
 
 
 def _decided(*, chunk_ids: list[int]) -> dict[str, list[tuple[str, str, float]]]:
