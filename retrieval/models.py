@@ -128,10 +128,16 @@ class RetrievalQuery(models.Model):
 class RetrievalFeedback(models.Model):
     """What search returned for one query, chunk by chunk, and what became of each result."""
 
-    trace = models.ForeignKey(RetrievalQuery, on_delete=models.CASCADE, related_name="results")
+    # Every search writes k rows here, each into every index of the table: trace, user and chunk have
+    # no index of their own (db_index=False) because an index leads with each already (the unique
+    # (trace, chunk), (user, created_at), (chunk, outcome) and (chunk, project, id)), which serves
+    # their lookups and the deletes that cascade through them (retrieval 0014).
+    trace = models.ForeignKey(RetrievalQuery, on_delete=models.CASCADE, related_name="results", db_index=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     project = models.ForeignKey("accounts.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     target_id = models.CharField(max_length=255, blank=True, default="")
     session_id = models.CharField(max_length=255, blank=True, default="")
@@ -141,7 +147,7 @@ class RetrievalFeedback(models.Model):
     # NULL once a re-import changed or removed the passage: the row stays, since a trace records
     # what was shown at which rank (position-bias estimates read every rank of it), but it is
     # evidence about a passage that no longer exists and counts for no chunk.
-    chunk = models.ForeignKey(Chunk, null=True, on_delete=models.SET_NULL, related_name="+")
+    chunk = models.ForeignKey(Chunk, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False)
     rank = models.PositiveSmallIntegerField()
     score = models.FloatField()
     weight = models.FloatField(default=1.0)
