@@ -3,6 +3,7 @@ embedding model loaded once."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -30,6 +31,17 @@ def _allow_the_test_runners_flush(sender, connection, **kwargs) -> None:
 
 
 connection_created.connect(_allow_the_test_runners_flush, dispatch_uid="tests_allow_flush")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """``TEST_SKIP_ONE_BACKEND=1``: leave out the slow tests that give the same answer on every database
+    (marked ``one_backend``); scripts/test sets it for its PostgreSQL run, the SQLite run beside it runs them."""
+    if os.environ.get("TEST_SKIP_ONE_BACKEND") != "1":
+        return
+    skipped = [item for item in items if item.get_closest_marker("one_backend")]
+    if skipped:
+        config.hook.pytest_deselected(items=skipped)
+        items[:] = [item for item in items if not item.get_closest_marker("one_backend")]
 
 
 def bearer_client(raw_key: str, *, on_behalf_of: str | None = None) -> APIClient:

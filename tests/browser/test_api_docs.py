@@ -28,6 +28,7 @@ def _docs(browser, live_server):
     return context, page
 
 
+@pytest.mark.one_backend  # the schema and its rendering are the same on every database; the slowest test
 def test_every_operation_renders_its_examples_without_invented_keys(browser, live_server):
     schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     operations = sum(1 for item in schema["paths"].values() for method in item if method != "parameters")

@@ -81,6 +81,7 @@ def test_the_analyzer_store_digest_names_the_precision(monkeypatch):
     assert store.fit_digest() != full
 
 
+@pytest.mark.one_backend  # the model alone; bfloat16 is slow where the CPU only emulates it
 def test_the_vectors_are_sentence_transformers_own(embedder):
     """embed() calls the model's modules directly: in float32, the same vectors as
     SentenceTransformer.encode, for short and long texts (truncated at the model's 256 tokens) and
