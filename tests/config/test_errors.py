@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from accounts import apis as accounts_apis
 from config import handlers, parsers
-from config.parsers import MAX_JSON_DEPTH, needs_value_check
+from config.parsers import MAX_JSON_DEPTH, decode, nested_deeper_than
 from feedback.models import FeedbackEvent, TaskFeedback
 from tests.factories import PreferenceFactory
 
@@ -78,23 +78,25 @@ def test_a_surrogate_decoded_by_the_charset_itself_is_a_400(world):
 
 
 def test_only_a_body_that_may_hold_a_refused_value_is_walked(world, monkeypatch):
-    """The walk over the decoded value runs when the text could hold something it refuses (every bad
-    body above does) and is skipped for an ordinary one."""
+    """The walk over the decoded value runs when decoding met something it refuses (every bad body
+    above) and is skipped for an ordinary one, large finite numbers included."""
     bad = [
         '{"event_type": "a\\u0000b"}',
         '{"free_text": "\\uD800"}',
         '{"free_text": "\ud800"}',
         '{"n": 1e400}',
-        '{"n": 1E+308}',
+        '{"n": -1E+309}',
         '{"n": NaN}',
         '{"n": -Infinity}',
         '{"user_id": 9223372036854775808}',
         '{"n": ' + "1" * 400 + ".5}",
         nested(MAX_JSON_DEPTH + 5),
     ]
-    assert [body for body in bad if not needs_value_check(body)] == []
-    ordinary = json.dumps({**VALID, "metadata": {"tags": ["a", "b"], "n": 12.5e-3, "id": 2**50}, "free_text": "ok"})
-    assert not needs_value_check(ordinary)
+    assert [body for body in bad if not decode(body)[1]] == []
+    ordinary = json.dumps(
+        {**VALID, "metadata": {"tags": ["a", "b"], "n": 12.5e-3, "big": 1e308, "id": 2**62}, "free_text": "ok é \\u"}
+    )
+    assert decode(ordinary) == (json.loads(ordinary), False)
 
     def walked(value):
         raise AssertionError("walked")
@@ -103,6 +105,31 @@ def test_only_a_body_that_may_hold_a_refused_value_is_walked(world, monkeypatch)
     assert world.client("owner").post(EVENTS, ordinary, content_type="application/json").status_code == 201
     with pytest.raises(AssertionError, match="walked"):
         world.client("owner").post(EVENTS, '{"metadata": {"n": NaN}}', content_type="application/json")
+
+
+def test_a_body_of_many_shallow_objects_is_not_walked_and_a_deep_one_is(world, monkeypatch):
+    """Many brackets alone (a bulk body) cost only a walk over the containers; nesting past the limit
+    anywhere in such a body is still walked, and refused with its path."""
+    items = [{"subject_id": f"s{i}", "metadata": {"rank": i, "tags": ["a"]}} for i in range(200)]
+    shallow = json.dumps({"events": items})
+    assert shallow.count("{") > MAX_JSON_DEPTH
+    assert decode(shallow) == ({"events": items}, False)
+    deep = {"events": [*items[:150], {"metadata": json.loads(nested(MAX_JSON_DEPTH))}, *items[150:]]}
+    assert decode(json.dumps(deep))[1]
+    assert nested_deeper_than(json.loads(nested(MAX_JSON_DEPTH + 1)), MAX_JSON_DEPTH)
+    assert not nested_deeper_than(json.loads(nested(MAX_JSON_DEPTH)), MAX_JSON_DEPTH)
+
+    walks = []
+    original = parsers.check_json_value
+    monkeypatch.setattr(parsers, "check_json_value", lambda value: walks.append(1) or original(value))
+    body = json.dumps({"events": [{**VALID, "metadata": {"rank": i}} for i in range(40)]})
+    assert world.client("owner").post(f"{EVENTS}/bulk", body, content_type="application/json").status_code == 201
+    assert walks == []
+    response = world.client("owner").post(f"{EVENTS}/bulk", json.dumps(deep), content_type="application/json")
+    error = assert_error(response, 400, "parse_error")
+    assert "nested deeper" in error["message"]
+    assert walks == [1]
+    assert error["fields"]
 
 
 def test_json_within_the_depth_limit_is_accepted(world):
