@@ -60,6 +60,7 @@ class Command(BaseCommand):
             f"techniques), {len(pool) - steering} not"
         )
         oof = out_of_fold(embedder, pool)
+        by_wording = out_of_fold(embedder, pool, by_technique=False)
         self.stdout.write("  -- technique-grouped 5-fold CV (a fold holds whole techniques: new techniques)")
         for threshold in THRESHOLDS:
             s = scores_at(pool, oof, threshold)
@@ -68,12 +69,17 @@ class Command(BaseCommand):
                 f"preferences {s.preference_false_rate:.3f} ({s.preferences_flagged}/{s.preferences}), "
                 f"ordinary {s.ordinary_false_rate:.3f} ({s.ordinary_flagged}/{s.ordinary})"
             )
+        grouped, worded = threshold_for(pool, oof, 0.02), threshold_for(pool, by_wording, 0.02)
         self.stdout.write(
-            f"     lowest threshold with <= 2 % of ordinary preferences flagged: {threshold_for(pool, oof, 0.02):.2f}; "
-            f"shipped: {STEERING_THRESHOLD:.2f}"
+            f"     lowest threshold with <= 2 % of ordinary preferences flagged: {grouped:.2f} in this CV, "
+            f"{worded:.2f} in the CV by wording below, so {max(grouped, worded):.2f}; shipped: {STEERING_THRESHOLD:.2f}"
         )
         s = scores_at(pool, oof, STEERING_THRESHOLD)
-        self.stdout.write("     at the shipped threshold, by technique: " + _shares(s.by_technique))
+        self.stdout.write(
+            f"     at the shipped threshold: attempts {s.recall:.3f} ({s.attempts_flagged}/{s.attempts}), preferences "
+            f"{s.preference_false_rate:.3f} ({s.preferences_flagged}/{s.preferences}), ordinary "
+            f"{s.ordinary_false_rate:.3f} ({s.ordinary_flagged}/{s.ordinary}); by technique: " + _shares(s.by_technique)
+        )
         kinds: dict[str, tuple[int, int]] = {}
         for row, p in zip(pool, oof, strict=True):
             if not row.steering:
@@ -85,7 +91,7 @@ class Command(BaseCommand):
                 self.stdout.write("       missed: " + " ".join(text.split())[:160])
             for text in s.false:
                 self.stdout.write("       false:  " + " ".join(text.split())[:160])
-        wordings = scores_at(pool, out_of_fold(embedder, pool, by_technique=False), STEERING_THRESHOLD)
+        wordings = scores_at(pool, by_wording, STEERING_THRESHOLD)
         self.stdout.write(
             "  -- 5-fold CV, every attempt its own group (new wordings of known techniques), at the shipped threshold: "
             f"attempts {wordings.recall:.3f} ({wordings.attempts_flagged}/{wordings.attempts}), preferences "
