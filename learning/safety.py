@@ -134,7 +134,7 @@ def normalise(text: str) -> str:
         # "m a k e   m e   a n   a d m i n": letters a space apart, words further apart
         parts = re.split(r"\s{2,}", flat.strip())
         flat = " ".join(p.replace(" ", "") if all(len(t) == 1 for t in p.split()) else p for p in parts)
-    flat = _SPACED.sub(lambda m: re.sub(r"[ .\-*_]", "", m.group(0)), flat)
+    flat = _SPACED.sub(lambda m: m.group(0).replace(m.group(1), ""), flat)
     return _MIXED.sub(_unleet, flat)
 
 
@@ -147,7 +147,7 @@ def _unleet(match: re.Match[str]) -> str:
     token = match.group(0)
     if _NOT_LEET.fullmatch(token):
         return token
-    if "@" in token and (token.endswith("@") or match.string[match.end() : match.end() + 2].startswith(".")):
+    if "@" in token and (token.endswith("@") or match.string.startswith(".", match.end())):
         return token  # an e-mail address ("ops@example.com") or its start ("all-staff@")
     return token.translate(_LEET)
 
