@@ -188,6 +188,7 @@ def gunicorn(
 
 @contextmanager
 def celery_worker(env: dict, concurrency: int, log_level: str = "warning"):
+    (ROOT / "var").mkdir(exist_ok=True)
     log = open(ROOT / "var" / "bench-worker.log", "w")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
         [
@@ -227,6 +228,7 @@ def celery_worker(env: dict, concurrency: int, log_level: str = "warning"):
 def celery_beat(env: dict):
     """``celery beat``, the production schedule (config/settings/base.py: CELERY_BEAT_SCHEDULE),
     with a schedule file of its own under var/."""
+    (ROOT / "var").mkdir(exist_ok=True)
     log = open(ROOT / "var" / "bench-beat.log", "w")  # noqa: SIM115 - closed below
     schedule = ROOT / "var" / f"bench-beat-{env['CELERY_QUEUE']}"
     beat = subprocess.Popen(

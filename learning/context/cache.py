@@ -15,10 +15,12 @@ import logging
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from django.core.cache import cache
+from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
+from django.core.cache.backends.dummy import DummyCache
+from django.core.cache.backends.locmem import LocMemCache
 
 from accounts.models import User
 from accounts.selectors import project_ids_for_user
@@ -155,6 +157,30 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
     if not down:
         _safely("set", lambda: cache.set(key, ingredients, timeout=learning_settings.CONTEXT_CACHE_SECONDS), None)
     return ingredients
+
+
+def cache_is_shared() -> bool:
+    """Whether other processes read what this one puts in the cache (Redis, memcached, a database
+    table), rather than a cache of its own (local memory) or none."""
+    return not isinstance(caches[DEFAULT_CACHE_ALIAS], DummyCache | LocMemCache)
+
+
+def context_warm(*, users: Iterable[User]) -> int:
+    """Refresh ahead: put each user's ingredients in the cache under their current version, so that
+    the request after a change of their learned items reads the cache instead of five tables (the
+    analysis worker calls it after each batch, off the request path). Up to date is what a reader
+    would build itself: the version is read first and the tables after, so what is stored under a
+    version is never older than the change that set it. Returns how many users were looked at."""
+    if isinstance(caches[DEFAULT_CACHE_ALIAS], DummyCache):
+        return 0
+    seen = 0
+    for user in {user.pk: user for user in users}.values():
+        versions = context_versions(user_id=user.pk)
+        if CACHE_DOWN in versions:
+            break  # nothing to warm; the requests build from the tables meanwhile
+        user_ingredients(user=user, versions=versions)
+        seen += 1
+    return seen
 
 
 # The shared ingredients of the current shared version, kept in this process too: the version

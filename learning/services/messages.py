@@ -34,6 +34,7 @@ from learning.analyzer.base import (
 from learning.analyzer.workflows import prompt_categories, same_task_matches, words_embed
 from learning.conf import learning_settings
 from learning.context.build import Context, Scope, context_build
+from learning.context.cache import cache_is_shared, context_warm
 from learning.models import ChatMessage, PromptPattern
 from learning.selectors import (
     PATTERN_WINDOW_ROWS,
@@ -384,6 +385,10 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
             )
         results[str(message.pk)] = analysis
     _patterns_prune({m.user_id for m in messages})
+    if results and (cache_is_shared() or analysis_in_process()):
+        # What this batch taught changed these users' cached context: their next request finds it
+        # rebuilt rather than rebuilding it (a worker's local-memory cache would reach no request).
+        context_warm(users=[m.user for m in messages if str(m.pk) in results])
     return results
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
 from learning.context.build import context_build
+from learning.context.cache import cache_is_shared, context_warm
 from learning.models import Preference
-from learning.services import preferences
+from learning.services import messages, preferences
 from tests.factories import UserFactory
 
 
@@ -30,3 +35,41 @@ def test_decay_invalidates_every_users_cached_context(db, django_capture_on_comm
     context_build(user=user)  # cached: still lists it
     preferences.preferences_decay()
     assert context_build(user=user).preferences == []
+
+
+def _taught_by_the_worker(monkeypatch, user, content):
+    """Store a message as the request does, then analyse it as the worker does (each message's
+    transaction commits, so its invalidation runs before the batch ends)."""
+    monkeypatch.setattr(messages, "_enqueue_analysis", lambda message_id: None)
+    message, _ = messages.message_observe(user=user, session_id="s", content=content)  # caches the context
+    return messages.messages_analyze(message_ids=[str(message.pk)])[str(message.pk)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_rebuilds_the_cached_context_of_the_users_it_taught(analyzer, monkeypatch):
+    """Refresh ahead: the request after a lesson reads the cache, not the tables."""
+    user = UserFactory()
+    analysis = _taught_by_the_worker(monkeypatch, user, "From now on, please answer in British English.")
+    assert analysis.detected == "preference"
+    with CaptureQueriesContext(connection) as queries:
+        built = context_build(user=user, message="anything")
+    assert [q["sql"] for q in queries] == []
+    assert [p["description"] for p in built.preferences] == [Preference.objects.get(user=user).description]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_with_a_cache_of_its_own_warms_nothing(analyzer, monkeypatch, settings):
+    """A worker's local-memory cache reaches no web process: rebuilding there would be wasted."""
+    monkeypatch.setattr(messages, "analysis_in_process", lambda: False)
+    warmed = []
+    monkeypatch.setattr(messages, "context_warm", lambda users: warmed.append(users))
+    _taught_by_the_worker(monkeypatch, UserFactory(), "From now on, please answer in British English.")
+    assert warmed == []
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://x"}}
+    assert cache_is_shared()
+
+
+def test_warming_without_a_cache_reads_nothing(db, settings, django_assert_num_queries):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+    with django_assert_num_queries(0):
+        assert context_warm(users=[UserFactory.build(pk=1)]) == 0
