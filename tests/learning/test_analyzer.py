@@ -10,7 +10,7 @@ import pytest
 from learning.analyzer import describe
 from learning.analyzer.axes import AXES
 from learning.analyzer.base import AnalyzerInput, SimilarPrompt
-from learning.analyzer.local import LocalAnalyzer
+from learning.analyzer.local import LocalAnalyzer, small_talk
 from learning.evaluation import keeps_key, predicted_type
 from learning.safety import steering_reasons
 from tests.learning.analyzer_cases import TRAINING_TEXTS, analyze
@@ -234,6 +234,42 @@ def test_thanks_and_acknowledgements_learn_nothing(analyzer, text):
     result = analyze(analyzer, text, previous="Here is the revised schedule.")
     assert predicted_type(result) == "none", result
     assert not result.learns_anything
+
+
+@pytest.mark.parametrize(
+    "text", ["hahaha ok cool", "Morning! Thanks so much", "lmao", "Merci, bonne journée ... à plus"]
+)
+def test_small_talk_learns_nothing_whatever_the_classifiers_say(analyzer, text):
+    assert text.lower() not in TRAINING_TEXTS
+    result = analyze(analyzer, text)
+    assert result.detected == "none", result
+    assert not result.learns_anything
+
+
+@pytest.mark.parametrize(
+    ("text", "talk"),
+    [
+        ("Thanks, that's perfect!", True),
+        ("Danke schön!", True),
+        ("bye, see you later", True),
+        ("Much better, thank you", True),
+        ("", False),
+        ("!!!", False),
+        ("Thanks, but shorter next time.", False),
+        ("ok, use metric units", False),
+        ("No.", False),
+        ("Thursday!", False),
+        ("hi, I'm a nurse", False),
+    ],
+)
+def test_small_talk_is_only_greetings_thanks_acknowledgements_and_goodbyes(text, talk):
+    assert small_talk(text) is talk
+
+
+def test_yes_and_ok_answering_a_question_are_no_small_talk():
+    assert small_talk("ok great", previous="Here is the schedule.")
+    assert not small_talk("ok great", previous="Shall I keep every summary this short from now on?")
+    assert small_talk("great, thanks", previous="Shall I keep every summary this short from now on?")
 
 
 def test_the_type_probabilities_are_a_distribution_over_the_types(analyzer):

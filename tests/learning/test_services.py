@@ -26,7 +26,8 @@ def test_rewording_reinforces_one_preference(user, observe):
     observe(user, "Be concise.")
     first = Preference.objects.get(user=user)
     # Other days, other sessions (within one session a repeat reads as the user re-explaining).
-    observe(user, "keep it short please", session_id="s2")
+    # ("keep it short please" alone may be about the answer at hand: the analyzer is not sure enough.)
+    observe(user, "keep your replies short please", session_id="s2")
     observe(user, "could u keep ur answers brief pls", session_id="s3")
     row = Preference.objects.get(user=user)  # one row: the paraphrases reinforced it
     assert (row.pk, row.description, row.axis) == (first.pk, "Be concise.", "length:short")
