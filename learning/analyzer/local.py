@@ -124,6 +124,24 @@ class LocalAnalyzer:
             )
         return results
 
+    def read_preference(self, text: str) -> PreferenceFinding:
+        """The category and canonical axis of a text known to be a preference (one the user wrote in the
+        preferences modal): the type classifier's doubt does not apply, the user has said what it is."""
+        m = self.models
+        vectors = embed_texts(self.embedder, [text])
+        features = m.preference_features([text], vectors)
+        category = str(m.category_model.predict(features)[0])
+        probs = m.axis_model.predict_proba(features)[0]
+        best = int(np.argmax(probs))
+        axis_name, axis_p = str(m.axis_model.classes_[best]), float(probs[best])
+        return PreferenceFinding(
+            category=category,
+            preference="",
+            description=describe.instruction(text),
+            confidence=1.0,
+            axis=axis_name if axis_name != NO_AXIS and axis_p >= AXIS_MIN else None,
+        )
+
     def _conclude(
         self, item: AnalyzerInput, probs: dict[str, float], steering: float, category: str, axis: tuple[str, float]
     ) -> Analysis:

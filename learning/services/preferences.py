@@ -299,8 +299,14 @@ def preference_add_manual(*, user: User, description: str, category: str | None 
         raise ApplicationError(
             f"Unknown category {category!r}; expected one of {', '.join(PREFERENCE_CATEGORIES)}.", field="category"
         )
-    # The analyzer's reading gives the axis (for contradictions) and, when not given, the category.
+    # The analyzer's reading gives the axis (for contradictions) and, when not given, the category. The
+    # user has said it is a preference: when the analyzer's type model doubts it (a short "Keep responses
+    # short" with no conversation around it), the local models still read its category and axis.
     finding = get_analyzer().analyze(AnalyzerInput(current_message=description)).preference
+    if finding is None:
+        from learning.analyzer.local import get_local_analyzer  # noqa: PLC0415  heavy: scikit-learn
+
+        finding = get_local_analyzer().read_preference(description)
     axis = (_axis(finding.axis) or AXIS_OF_KEY.get(finding.preference, "")) if finding else ""
     if category is None:
         category = finding.category if finding and finding.category in PREFERENCE_CATEGORIES else DEFAULT_CATEGORY

@@ -138,6 +138,19 @@ def test_manual_add_switches_a_preference_the_user_turned_off_back_on(user, anal
     assert again.active
 
 
+def test_a_manual_preference_the_type_model_doubts_still_gets_its_axis(user, analyzer, monkeypatch):
+    # The user said it is a preference: the type model's doubt (here: "nothing to learn") does not take
+    # away its axis, so switching it on still replaces the contrary one (the modal's "never both").
+    detailed = learn(user, "Give detailed answers.", category="length", axis="length:long")
+    doubting = FixedAnalyzer(Analysis(detected="none", confidence=0.69, analyzer="fixed"))
+    monkeypatch.setattr(preferences, "get_analyzer", lambda: doubting)
+    short, created = preferences.preference_add_manual(user=user, description="Keep responses short")
+    assert created
+    assert (short.axis, short.category) == ("length:short", "length")
+    detailed.refresh_from_db()
+    assert (detailed.active, detailed.inactive_reason, detailed.superseded_by_id) == (False, "contradicted", short.pk)
+
+
 class FixedAnalyzer:
     name = "fixed"
 
