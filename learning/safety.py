@@ -98,8 +98,9 @@ CORPUS = _DIR / "steering_corpus.jsonl"
 # Chosen on out-of-fold probabilities (``manage.py steering_eval``): the lowest threshold (0.05 steps) at
 # which at most 2 % of the ordinary preferences (labelled ones and hard negatives with "ignore", "admin",
 # "always"...) are flagged, both in the CV grouped by technique and in the one grouped by wording (on
-# 2026-12-05 0.55 in both: 3/343 and 2/343 of the labelled preferences at 0.6).
-STEERING_THRESHOLD = 0.55
+# 2026-12-05 0.55 in both: 3/343 and 2/343 of the labelled preferences at 0.6; with the analyzer's fourth
+# batch of lines the CV by wording flags 9/353 = 2.5 % at 0.55, so 0.60: 4/353 by technique).
+STEERING_THRESHOLD = 0.60
 PHRASE_WEIGHT = 1.0
 CUE_WEIGHT = 1.0
 EMBEDDING_WEIGHT = 1.0
