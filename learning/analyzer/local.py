@@ -110,12 +110,9 @@ class LocalAnalyzer:
         category: dict[int, str] = {}
         axis: dict[int, tuple[str, float]] = {}
         if prefs:
-            features = m.preference_features([texts[i] for i in prefs], vectors[prefs])
-            for i, label in zip(prefs, m.category_model.predict(features), strict=True):
-                category[i] = str(label)
-            for i, probs in zip(prefs, m.axis_model.predict_proba(features), strict=True):
-                best = int(np.argmax(probs))
-                axis[i] = (str(m.axis_model.classes_[best]), float(probs[best]))
+            read = self._category_and_axis([texts[i] for i in prefs], vectors[prefs])
+            for i, (label, axis_read) in zip(prefs, read, strict=True):
+                category[i], axis[i] = label, axis_read
         results = []
         for i, item in enumerate(items):
             probs = {str(label): float(type_probs[i][j]) for j, label in enumerate(m.type_model.classes_)}
@@ -124,16 +121,20 @@ class LocalAnalyzer:
             )
         return results
 
+    def _category_and_axis(self, texts: list[str], vectors: np.ndarray) -> list[tuple[str, tuple[str, float]]]:
+        """For preferences: the category and the likeliest axis with its probability, of each text."""
+        m = self.models
+        features = m.preference_features(texts, vectors)
+        read = []
+        for label, probs in zip(m.category_model.predict(features), m.axis_model.predict_proba(features), strict=True):
+            best = int(np.argmax(probs))
+            read.append((str(label), (str(m.axis_model.classes_[best]), float(probs[best]))))
+        return read
+
     def read_preference(self, text: str) -> PreferenceFinding:
         """The category and canonical axis of a text known to be a preference (one the user wrote in the
         preferences modal): the type classifier's doubt does not apply, the user has said what it is."""
-        m = self.models
-        vectors = embed_texts(self.embedder, [text])
-        features = m.preference_features([text], vectors)
-        category = str(m.category_model.predict(features)[0])
-        probs = m.axis_model.predict_proba(features)[0]
-        best = int(np.argmax(probs))
-        axis_name, axis_p = str(m.axis_model.classes_[best]), float(probs[best])
+        [(category, (axis_name, axis_p))] = self._category_and_axis([text], embed_texts(self.embedder, [text]))
         return PreferenceFinding(
             category=category,
             preference="",
