@@ -203,10 +203,17 @@ def local_grouped_cv(embedder: Any, rows: list[dict[str, Any]], folds: int = 5) 
 
 
 def local_grouped_cv_thresholds(
-    embedder: Any, rows: list[dict[str, Any]], thresholds: list[float], *, seed: int = CV_SEED, folds: int = 5
+    embedder: Any,
+    rows: list[dict[str, Any]],
+    thresholds: list[float],
+    *,
+    seed: int = CV_SEED,
+    folds: int = 5,
+    parameter: str = "store_min",
 ) -> dict[float, list[Analysis]]:
-    """``local_grouped_cv`` with the CV split of ``seed``, once for each storing threshold (STORE_MIN): each
-    fold is fitted once and its test messages analysed under every threshold."""
+    """``local_grouped_cv`` with the CV split of ``seed``, once for each value of a threshold of the local
+    analyzer (``parameter``: STORE_MIN's ``store_min`` or STANDING_MIN's ``standing_min``): each fold is
+    fitted once and its test messages analysed under every value."""
     from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
 
     from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
@@ -219,7 +226,7 @@ def local_grouped_cv_thresholds(
         models = fit_models(embedder, [rows[i] for i in fit])
         inputs = [analyzer_input(rows[i]) for i in test]
         for threshold in thresholds:
-            analyzer = LocalAnalyzer(models=models, embedder=embedder, store_min=threshold)
+            analyzer = LocalAnalyzer(models=models, embedder=embedder, **{parameter: threshold})
             for i, analysis in zip(test, analyzer.analyze_many(inputs), strict=True):
                 analyses[threshold][i] = analysis
     return {t: [a for a in found if a is not None] for t, found in analyses.items()}

@@ -119,14 +119,22 @@ _STANDING_MARKER = re.compile(
 # Words that say a message sets a rule for later turns: such a message is never one more instance of a
 # task, whatever the type model makes of it (a standing request said three times is not a workflow).
 _FOR_LATER = re.compile(
-    r"\b(from now on|going forward|in (the )?future|from here on|from this point (on|forward)|by default|as a rule|"
-    r"(every time|whenever|each time) (you|i ask))\b"
+    r"\b(from now on|going forward|in (the )?future|from here on|from this point (on|forward)|by default|"
+    r"as a (general )?rule|(every time|whenever|each time) (you|i ask)|"
+    # the same in the other languages the labelled set speaks
+    r"ab jetzt|ab sofort|von nun an|künftig|in zukunft|a partir de ahora|de ahora en adelante|desde ahora|"
+    r"désormais|dorénavant|à partir de maintenant|a partir de agora|de agora em diante|daqui (pra|para) frente)\b"
 )
 
 
 def sets_a_rule_for_later(text: str) -> bool:
     """The message says it applies from now on ("..., from now on?", "by default, ..."): see ``_FOR_LATER``."""
     return bool(_FOR_LATER.search(text.lower()))
+
+
+def asks_the_assistant(text: str) -> bool:
+    """The message is a request put as a question ("Could you ...", "Would you mind ..."): see ``_ASK``."""
+    return bool(_ASK.search(text.strip().lower()))
 
 
 _THIRD_PARTY = re.compile(

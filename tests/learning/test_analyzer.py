@@ -365,3 +365,38 @@ def test_a_preference_short_of_the_storing_threshold_is_not_stored(analyzer):
     strict = LocalAnalyzer(models=analyzer.models, embedder=analyzer.embedder, store_min=1.01)
     found = strict.analyze(item)
     assert (found.detected, found.preference, found.memory) == ("none", None, None)
+
+
+def _conclude(analyzer, text: str, **probs: float):
+    """The analyzer's decision for a message whose type probabilities are ``probs`` (no steering)."""
+    full = {"preference": 0.0, "correction": 0.0, "pain_point": 0.0, "memory": 0.0, "none": 0.0, **probs}
+    return analyzer._conclude(AnalyzerInput(current_message=text), full, 0.0, "output", ("none", 0.0))
+
+
+def test_a_rule_for_later_is_a_preference_when_nothing_else_is_likelier(analyzer):
+    # Unsure of the type (under STORE_MIN), but the user says it applies from now on: kept, at the model's
+    # confidence, so the service keeps it as a candidate (listed, not injected) until it is said again.
+    found = _conclude(analyzer, "From now on, prices in CAD please.", preference=0.40, none=0.45, memory=0.15)
+    assert (found.detected, found.preference.description) == ("preference", "Prices in CAD.")
+    assert found.preference.confidence == 0.4
+    # The same doubt without the marker learns nothing,
+    assert _conclude(analyzer, "Prices in CAD please.", preference=0.40, none=0.45, memory=0.15).detected == "none"
+    # nor with the marker when a memory is likelier (the user's life changes from now on, not the answers),
+    moving = _conclude(analyzer, "From now on I work from the Lyon office.", preference=0.30, memory=0.35, none=0.35)
+    assert not moving.learns_anything
+    # nor when a preference is too unlikely,
+    unlikely = _conclude(analyzer, "Going forward, put totals last.", preference=0.10, none=0.85, memory=0.05)
+    assert not unlikely.learns_anything
+    # nor from a question about the world; a request put as a question is one.
+    asked = _conclude(analyzer, "Going forward, should we bill quarterly?", preference=0.40, none=0.60)
+    assert not asked.learns_anything
+    request = _conclude(analyzer, "Could you answer in Spanish from now on?", preference=0.40, none=0.60)
+    assert request.detected == "preference"
+
+
+def test_the_rule_for_later_markers_of_the_other_languages():
+    from learning.analyzer.features import sets_a_rule_for_later  # noqa: PLC0415
+
+    for text in ("Ab jetzt bitte immer auf Deutsch.", "De ahora en adelante, en euros.", "Désormais, tutoie-moi."):
+        assert sets_a_rule_for_later(text), text
+    assert not sets_a_rule_for_later("Tagline ideas around 'always fresh, never frozen'.")

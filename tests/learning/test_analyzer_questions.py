@@ -95,7 +95,11 @@ def test_a_rule_for_later_never_counts_as_a_repeated_task(analyzer):
         similar_past_prompts=past,
         match_count=2,
     )
+    # 0.3 is over STANDING_MIN: a preference (a candidate, at that confidence); 0.1 is not: nothing.
     result = analyzer._conclude(standing, unsure, 0.0, "", (NO_AXIS, 0.0))
+    assert (result.detected, result.workflow) == ("preference", None)
+    unlikely = {**unsure, "preference": 0.1, "none": 0.9}
+    result = analyzer._conclude(standing, unlikely, 0.0, "", (NO_AXIS, 0.0))
     assert (result.detected, result.workflow) == ("none", None)
     task = AnalyzerInput(
         current_message="Convert the road distances in this itinerary into miles",

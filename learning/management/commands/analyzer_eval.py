@@ -50,7 +50,13 @@ class Command(BaseCommand):
             help="instead of the report: the local analyzer's type macro-F1 and mislearns under each storing "
             "threshold (STORE_MIN), grouped CV on the 80 %% only, over --cv-seeds; PrefEval recall under each",
         )
-        parser.add_argument("--cv-seeds", default="0,1,2", metavar="S1,S2,...", help="with --store-sweep")
+        parser.add_argument(
+            "--standing-sweep",
+            metavar="T1,T2,...",
+            help="the same for STANDING_MIN: how likely a message marked as a rule for later ('from now on') "
+            "must be a preference to be stored as one",
+        )
+        parser.add_argument("--cv-seeds", default="0,1,2", metavar="S1,S2,...", help="with a sweep")
 
     def handle(self, *args, **options) -> None:
         os.environ["EMBEDDING_THREADS"] = "1"  # throughput is reported for one core
@@ -64,11 +70,14 @@ class Command(BaseCommand):
         team, held = [rows[i] for i in fit_idx], [rows[i] for i in held_idx]
         show = options["show_mistakes"]
         wanted = options["analyzer"]
-        if options["store_sweep"]:
-            thresholds = [float(t) for t in options["store_sweep"].split(",")]
-            seeds = [int(s) for s in options["cv_seeds"].split(",")]
-            self.store_sweep(CachedEmbedder(get_embedder()), team, thresholds, seeds, options["prefeval"])
-            return
+        for parameter in ("store_min", "standing_min"):
+            sweep = options[parameter.replace("_min", "_sweep")]
+            if sweep:
+                thresholds = [float(t) for t in sweep.split(",")]
+                seeds = [int(s) for s in options["cv_seeds"].split(",")]
+                embedder = CachedEmbedder(get_embedder())
+                self.store_sweep(embedder, team, thresholds, seeds, options["prefeval"], parameter)
+                return
         if wanted in ("local", "all"):
             embedder = CachedEmbedder(get_embedder())
             self.stdout.write(
@@ -155,13 +164,17 @@ class Command(BaseCommand):
             for text in scores.false:
                 self.stdout.write(f"       false:  {text}")
 
-    def store_sweep(self, embedder, team, thresholds: list[float], seeds: list[int], prefeval: Path) -> None:
-        """The figures STORE_MIN is chosen on (the lowest threshold with at most 2 % of stored items
-        mislearned under grouped CV): the fitting side only, never the held-out 20 %."""
-        self.stdout.write(f"== storing threshold sweep: grouped 5-fold CV on the 80 % ({len(team)}), seeds {seeds}")
+    def store_sweep(
+        self, embedder, team, thresholds: list[float], seeds: list[int], prefeval: Path, parameter: str
+    ) -> None:
+        """The figures STORE_MIN and STANDING_MIN are chosen on (the lowest threshold with at most 2 % of
+        stored items mislearned under grouped CV): the fitting side only, never the held-out 20 %."""
+        name = parameter.upper()
+        self.stdout.write(f"== {name} sweep: grouped 5-fold CV on the 80 % ({len(team)}), seeds {seeds}")
         figures: dict[float, list[Scores]] = {t: [] for t in thresholds}
         for seed in seeds:
-            for threshold, analyses in local_grouped_cv_thresholds(embedder, team, thresholds, seed=seed).items():
+            found = local_grouped_cv_thresholds(embedder, team, thresholds, seed=seed, parameter=parameter)
+            for threshold, analyses in found.items():
                 figures[threshold].append(score_analyses(team, analyses))
         from core.embeddings import get_embedder  # noqa: PLC0415  heavy: the model
         from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
@@ -170,13 +183,15 @@ class Command(BaseCommand):
         for threshold, scores in figures.items():
             mislearned, learned = sum(s.mislearned for s in scores), sum(s.learned for s in scores)
             per_seed = " / ".join(f"{s.macro_f1:.3f}" for s in scores)
+            recall = " / ".join(f"{s.per_type['preference']['recall']:.3f}" for s in scores)
             line = (
-                f"  STORE_MIN {threshold:.2f}: type macro-F1 {per_seed} (mean "
-                f"{sum(s.macro_f1 for s in scores) / len(scores):.3f}); mislearned {mislearned}/{learned} "
-                f"({mislearned / max(1, learned):.1%}); stored per seed {learned / len(scores):.0f}"
+                f"  {name} {threshold:.2f}: type macro-F1 {per_seed} (mean "
+                f"{sum(s.macro_f1 for s in scores) / len(scores):.3f}); preference recall {recall}; mislearned "
+                f"{mislearned}/{learned} ({mislearned / max(1, learned):.1%}); "
+                f"stored per seed {learned / len(scores):.0f}"
             )
             if prefeval.is_dir():
-                production.store_min = threshold
+                setattr(production, parameter, threshold)
                 pe = score_prefeval(production, prefeval)
                 line += f"; PrefEval faithful {pe.recall:.3f}, questions learned {pe.false_rate:.3f}"
             self.stdout.write(line)
