@@ -127,9 +127,27 @@ _FOR_LATER = re.compile(
 )
 
 
+# Words that report what somebody else is told: a marker after them is the content of a task or a question ("Draft
+# an email announcing that going forward...", "how do I tell my kids that from now on..."), not the user's rule.
+_REPORTS = re.compile(
+    r"\b(tell(s|ing)?|told|explain(s|ing)?|announc(e|es|ing)|say(s|ing)?|said|inform(s|ing)?|notify(ing)?|"
+    r"warn(s|ing)?|let(ting)? (\w+ ){1,2}know|remind(ing)? (them|everyone|everybody|staff|people|the \w+|my \w+|"
+    r"our \w+))\b"
+)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'[^']*'(?!\w)|‘[^’]*’")
+
+
 def sets_a_rule_for_later(text: str) -> bool:
-    """The message says it applies from now on ("..., from now on?", "by default, ..."): see ``_FOR_LATER``."""
-    return bool(_FOR_LATER.search(text.lower()))
+    """The message says it applies from now on ("..., from now on?", "by default, ...", ``_FOR_LATER``) or asks the
+    assistant to do something always or never ("would you mind always ...", ``_STANDING_MARKER``); a marker inside
+    quotes or in what the user asks to tell somebody else (``_REPORTS``) does not count."""
+    lowered = _QUOTED.sub(" ", text.lower())
+    for pattern in (_FOR_LATER, _STANDING_MARKER):
+        for marker in pattern.finditer(lowered):
+            sentence = re.split(r"[.!?;]\s", lowered[: marker.start()])[-1]
+            if not _REPORTS.search(sentence):
+                return True
+    return False
 
 
 def asks_the_assistant(text: str) -> bool:

@@ -333,11 +333,18 @@ def test_a_statement_is_stored_when_preference_and_memory_together_are_likely(an
     from learning.analyzer.local import STORE_MIN  # noqa: PLC0415
 
     item = AnalyzerInput(current_message="I'm a night-shift nurse, so mornings are my evenings.")
+
+    def probabilities(together: float) -> dict[str, float]:
+        preference = STORE_MIN / 2 + 0.05
+        rest = 1 - together
+        return {"preference": preference, "memory": together - preference, "none": rest / 2, "correction": rest / 2}
+
     # Preference is the likeliest type in both; only the two together differ (just over, just under).
-    split = {"preference": 0.4, "memory": STORE_MIN - 0.39, "none": 0.3, "correction": 0.69 - STORE_MIN}
+    split = probabilities(STORE_MIN + 0.01)
+    assert max(split, key=split.__getitem__) == "preference"
     stored = analyzer._conclude(item, split, 0.0, "output", ("-", 0.0))
     assert stored.detected == "preference"
-    unsure = {"preference": 0.4, "memory": STORE_MIN - 0.41, "none": 0.3, "correction": 0.71 - STORE_MIN}
+    unsure = probabilities(STORE_MIN - 0.01)
     assert max(unsure, key=unsure.__getitem__) == "preference"
     assert not analyzer._conclude(item, unsure, 0.0, "output", ("-", 0.0)).learns_anything
 
@@ -400,3 +407,29 @@ def test_the_rule_for_later_markers_of_the_other_languages():
     for text in ("Ab jetzt bitte immer auf Deutsch.", "De ahora en adelante, en euros.", "Désormais, tutoie-moi."):
         assert sets_a_rule_for_later(text), text
     assert not sets_a_rule_for_later("Tagline ideas around 'always fresh, never frozen'.")
+
+
+def test_a_marker_in_what_somebody_else_is_told_is_no_rule_for_later():
+    from learning.analyzer.features import sets_a_rule_for_later  # noqa: PLC0415
+
+    # the user's own rule, whatever leads into it
+    for text in (
+        "Keep it short from now on.",
+        "Can you make sure that from now on you cite sources?",
+        "Please remember that going forward I want prices in CAD.",
+        "Told you before. From now on, answer in French.",
+    ):
+        assert sets_a_rule_for_later(text), text
+    # the content of a task or a question: quoted, or what somebody else is to be told
+    for text in (
+        'Translate for the crew: "From now on, hard hats are mandatory."',
+        "Draft a note announcing that going forward the gym opens at 6.",
+        "how should I let my tenants know that from now on the bins go out on Sundays",
+        "Write a reminder explaining that, as a rule, visitors sign in at reception.",
+    ):
+        assert not sets_a_rule_for_later(text), text
+
+
+def test_a_reported_rule_is_not_stored_by_the_rule_for_later(analyzer):
+    told = _conclude(analyzer, "Draft a memo saying that from now on invoices need a PO.", preference=0.40, none=0.60)
+    assert not told.learns_anything
