@@ -127,24 +127,40 @@ _FOR_LATER = re.compile(
 )
 
 
-# Words that report what somebody else is told: a marker after them is the content of a task or a question ("Draft
-# an email announcing that going forward...", "how do I tell my kids that from now on..."), not the user's rule.
-_REPORTS = re.compile(
-    r"\b(tell(s|ing)?|told|explain(s|ing)?|announc(e|es|ing)|say(s|ing)?|said|inform(s|ing)?|notify(ing)?|"
-    r"warn(s|ing)?|let(ting)? (\w+ ){1,2}know|remind(ing)? (them|everyone|everybody|staff|people|the \w+|my \w+|"
-    r"our \w+))\b"
+# Asking the assistant to do something always or never, as a rule for later: right after "you" or an ask ("would you
+# mind always ...", "I want you to never ..."), or opening a sentence ("Always cite sources."); not "how to never lose
+# at chess", "never mind", "all your findings".
+_ALWAYS_NEVER = re.compile(
+    r"\b(you|u|ya|mind)( to)?( please| also| just)? (always|never)\b|(^|[.!?]\s+)(please )?(always|never)\b(?! mind)|"
+    r"\bmake (it )?a habit\b"
 )
-_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'[^']*'(?!\w)|‘[^’]*’")
+# What the user asks to have told to somebody else: a marker after it is the content of a task or a question ("Draft
+# an email announcing that going forward...", "how do I tell my kids that from now on..."), not the user's rule. A
+# reporting verb counts when a "that" clause follows it, or an addressee who is not the user ("tell my kids", "let the
+# team know", "say to the staff"); "tell me ... from now on", "say it in Spanish from now on" are the user's own rules.
+_REPORTING = (
+    r"tell(s|ing)?|told|explain(s|ing)?|announc(e|es|ing)|say(s|ing)?|said|inform(s|ing)?|notify(ing)?|warn(s|ing)?|"
+    r"remind(s|ing)?"
+)
+_REPORTS = re.compile(
+    rf"\b({_REPORTING})\b(?! (me|us)\b)[^.!?;:\n]*\bthat\b|"
+    r"\b(tell(s|ing)?|told|inform(s|ing)?|notify(ing)?|warn(s|ing)?|remind(s|ing)?) (?!(me|us|you|myself)\b)"
+    r"(the |my |our |all |every |his |her |their )?\w+|"
+    r"\blet(ting)? (?!(me|us)\b)\w+( \w+)? know\b|"
+    r"\b(say(s|ing)?|said|explain(s|ing)?|announc(e|es|ing)) to (?!(me|us)\b)\w+"
+)
+# Quoted text; a single-quoted span stays within one sentence, so an elision ("'90s") cannot reach a later apostrophe.
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'[^'.!?;\n]*[.!?]?'(?!\w)|‘[^’]*’")
 
 
 def sets_a_rule_for_later(text: str) -> bool:
     """The message says it applies from now on ("..., from now on?", "by default, ...", ``_FOR_LATER``) or asks the
-    assistant to do something always or never ("would you mind always ...", ``_STANDING_MARKER``); a marker inside
-    quotes or in what the user asks to tell somebody else (``_REPORTS``) does not count."""
+    assistant to do something always or never (``_ALWAYS_NEVER``); a marker inside quotes or in what the user asks to
+    have told to somebody else (``_REPORTS``, in the same sentence) does not count."""
     lowered = _QUOTED.sub(" ", text.lower())
-    for pattern in (_FOR_LATER, _STANDING_MARKER):
+    for pattern in (_FOR_LATER, _ALWAYS_NEVER):
         for marker in pattern.finditer(lowered):
-            sentence = re.split(r"[.!?;]\s", lowered[: marker.start()])[-1]
+            sentence = re.split(r"[.!?;:]\s|\n", lowered[: marker.start()])[-1]
             if not _REPORTS.search(sentence):
                 return True
     return False

@@ -369,7 +369,8 @@ def test_a_preference_short_of_the_storing_threshold_is_not_stored(analyzer):
     """The threshold analyzer_eval --store-sweep measures is the one the analyzer applies."""
     item = AnalyzerInput(current_message="Always answer me in Spanish.")
     assert analyzer.analyze(item).preference is not None
-    strict = LocalAnalyzer(models=analyzer.models, embedder=analyzer.embedder, store_min=1.01)
+    # "Always ..." also sets a rule for later, which may store a preference under STORE_MIN: held off here too.
+    strict = LocalAnalyzer(models=analyzer.models, embedder=analyzer.embedder, store_min=1.01, standing_min=1.01)
     found = strict.analyze(item)
     assert (found.detected, found.preference, found.memory) == ("none", None, None)
 
@@ -418,6 +419,14 @@ def test_a_marker_in_what_somebody_else_is_told_is_no_rule_for_later():
         "Can you make sure that from now on you cite sources?",
         "Please remember that going forward I want prices in CAD.",
         "Told you before. From now on, answer in French.",
+        # a reporting verb aimed at the user, or no report at all
+        "Tell me the answer first from now on.",
+        "Let me know when you're unsure, going forward.",
+        "Say it in Spanish from now on.",
+        "As I said earlier, please answer in French from now on.",
+        "I'll tell the team\nFrom now on reply in French",
+        # an elision and a possessive are no quotation
+        "Can you write 'em shorter from now on? My kids' teachers complain.",
     ):
         assert sets_a_rule_for_later(text), text
     # the content of a task or a question: quoted, or what somebody else is to be told
@@ -426,6 +435,27 @@ def test_a_marker_in_what_somebody_else_is_told_is_no_rule_for_later():
         "Draft a note announcing that going forward the gym opens at 6.",
         "how should I let my tenants know that from now on the bins go out on Sundays",
         "Write a reminder explaining that, as a rule, visitors sign in at reception.",
+        "Draft a Teams post: 'From here on, all PRs need two approvals before merge.'",
+    ):
+        assert not sets_a_rule_for_later(text), text
+
+
+def test_always_or_never_said_to_the_assistant_is_a_rule_for_later():
+    from learning.analyzer.features import sets_a_rule_for_later  # noqa: PLC0415
+
+    for text in (
+        "Would you mind always quoting rents per square metre?",
+        "I want you to never round the totals.",
+        "Please always cite sources.",
+        "Never use emojis.",
+        "Could you make a habit of noting the source date?",
+    ):
+        assert sets_a_rule_for_later(text), text
+    for text in (
+        "Summarize all your findings in the report.",
+        "How to never lose a chess game",
+        "Never mind, start from the top.",
+        "I don't need the spreadsheet anymore.",
     ):
         assert not sets_a_rule_for_later(text), text
 
@@ -433,3 +463,10 @@ def test_a_marker_in_what_somebody_else_is_told_is_no_rule_for_later():
 def test_a_reported_rule_is_not_stored_by_the_rule_for_later(analyzer):
     told = _conclude(analyzer, "Draft a memo saying that from now on invoices need a PO.", preference=0.40, none=0.60)
     assert not told.learns_anything
+
+
+def test_analyzer_eval_runs_one_sweep_at_a_time():
+    from django.core.management import CommandError, call_command  # noqa: PLC0415
+
+    with pytest.raises(CommandError, match="one sweep at a time"):
+        call_command("analyzer_eval", store_sweep="0.8", standing_sweep="0.25")

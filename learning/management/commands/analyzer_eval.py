@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from learning.analyzer.model import DATA
 from learning.evaluation import (
@@ -59,6 +59,8 @@ class Command(BaseCommand):
         parser.add_argument("--cv-seeds", default="0,1,2", metavar="S1,S2,...", help="with a sweep")
 
     def handle(self, *args, **options) -> None:
+        if options["store_sweep"] and options["standing_sweep"]:
+            raise CommandError("--store-sweep and --standing-sweep: one sweep at a time (each holds the other fixed)")
         os.environ["EMBEDDING_THREADS"] = "1"  # throughput is reported for one core
         import torch  # noqa: PLC0415  heavy: only to pin the thread count for the measurement
 
