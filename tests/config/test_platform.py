@@ -94,6 +94,7 @@ SETTINGS_ENV = {
     "SECRET_KEY",
     "ALLOWED_HOSTS",
     "DATABASE_URL",
+    "DATABASE_JIT",
     "CELERY_BROKER_URL",
     "CACHE_URL",
     "CELERY_TASK_ALWAYS_EAGER",
@@ -251,3 +252,25 @@ def test_gunicorn_listens_on_loopback_unless_told_otherwise():
     code = "import runpy; print(runpy.run_path('config/gunicorn.conf.py')['bind'])"
     assert _run(code).stdout.strip() == "127.0.0.1:8000"
     assert _run(code, GUNICORN_BIND="0.0.0.0:8000").stdout.strip() == "0.0.0.0:8000"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "-c jit=off"),
+        (
+            {"DATABASE_URL": "postgres://u@localhost/db?options=-c%20statement_timeout%3D5000"},
+            "-c statement_timeout=5000 -c jit=off",
+        ),
+        ({"DATABASE_JIT": "true"}, None),
+        ({"DATABASE_URL": "postgres://u@localhost/db?options=-c%20jit%3Don"}, "-c jit=on"),
+    ],
+)
+def test_postgresql_connections_start_without_jit_unless_asked(env, expected):
+    """The retrieval scan's reads were compiled for longer than they ran: JIT is off by a startup
+    option, added to any options the URL gives, left alone when the URL sets it or DATABASE_JIT=true."""
+    result = _run(
+        "from config.settings import production as s; print(s.DATABASES['default'].get('OPTIONS', {}).get('options'))",
+        **{**PRODUCTION, **env},
+    )
+    assert result.stdout.strip() == str(expected), result.stderr

@@ -92,3 +92,10 @@ def _params(conn) -> dict:
     """psycopg's connection arguments for the wrapper's database, without Django's own additions."""
     params = conn.get_connection_params()
     return {key: params[key] for key in ("dbname", "user", "password", "host", "port") if params.get(key)}
+
+
+def test_connections_run_without_jit(db):
+    """The settings' startup option reaches the server (config/settings/base.py says why)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
