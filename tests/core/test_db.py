@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import OperationalError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Project
 from core.db import PARAMETERS_PER_STATEMENT, atomic_retrying_deadlocks, rows_insert
+from promotions.models import RetrievalScanJudgement
 from retrieval.models import TraceRollup
 from retrieval.rollups import COUNTS
 
@@ -66,9 +69,9 @@ def test_inside_an_outer_transaction_nothing_is_retried():
 
 @pytest.mark.django_db
 def test_rows_insert_writes_every_row_nulls_included_and_upserts_in_few_short_statements():
-    """On PostgreSQL one statement of array parameters (its text a few hundred characters, whatever
-    the rows); elsewhere VALUES lists within the parameter limit. NULLs (a column all NULL too) and
-    an ON CONFLICT suffix pass through."""
+    """On PostgreSQL the rows go by COPY into a temporary table and one INSERT ... SELECT writes them
+    with the suffix; elsewhere VALUES lists within the parameter limit. NULLs (a column all NULL too)
+    and an ON CONFLICT suffix pass through, and nothing of the temporary table is left."""
     columns = ("ident", "chunk_id", "project_id", "terms", "rank", "explored", "shown", *COUNTS)
     types = ("varchar", "bigint", "bigint", "text", "smallint", "boolean", *["integer"] * (1 + len(COUNTS)))
     n = 3 * PARAMETERS_PER_STATEMENT // len(columns) + 7
@@ -94,3 +97,30 @@ def test_rows_insert_writes_every_row_nulls_included_and_upserts_in_few_short_st
     )
     assert [stored[f"r{i}"].shown for i in (0, 4, 5)] == [2, 2, 1]
     assert stored["r5"].explored is False
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_class WHERE relname = '_rows_insert'")
+            assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db
+def test_rows_insert_without_a_suffix_writes_json_text_and_empty_values_as_given():
+    """Without a suffix PostgreSQL COPYs straight into the table (no INSERT at all): JSON text lands
+    in a jsonb column, quotes, tabs, backslashes and line breaks in text survive."""
+    table = RetrievalScanJudgement._meta.db_table
+    columns = ("ident", "project_id", "terms", "groups", "already_first", "decided", "decisions")
+    types = ("varchar", "bigint", "text", "integer", "integer", "integer", "jsonb")
+    odd = 'tab\there "quoted" back\\slash\nline'
+    rows = [
+        ("a", None, odd, 3, 1, 1, json.dumps([{"chunk": 7, "note": odd}])),
+        ("b", None, "", 0, 0, 0, "[]"),
+    ]
+    with CaptureQueriesContext(connection) as captured:
+        rows_insert(table=table, columns=columns, types=types, rows=rows)
+        rows_insert(table=table, columns=columns, types=types, rows=[])
+    inserts = [q["sql"] for q in captured if q["sql"].startswith("INSERT")]
+    assert len(inserts) == (0 if connection.vendor == "postgresql" else 1)
+    stored = {r.ident: r for r in RetrievalScanJudgement.objects.all()}
+    assert stored["a"].terms == odd
+    assert stored["a"].decisions == [{"chunk": 7, "note": odd}]
+    assert (stored["b"].terms, stored["b"].decisions, stored["b"].groups) == ("", [], 0)
