@@ -95,6 +95,9 @@ _PROBES = (
     "please help me with supersonic flutter in detail, thanks",
 )
 BATCH = 2000
+# Searches re-counted per read (about ten results each): fewer, larger reads cost less per row
+# (bench/search_scan.py --part scan, ~27,000 searches re-counted after 100k new rows and 10k marks).
+RECOUNT_TRACES = 1000
 logger = logging.getLogger(__name__)
 CHANGE_LOG_GENERATIONS = 100  # generations whose changed neighbourhoods are kept; a reader further behind starts over
 
@@ -165,27 +168,39 @@ class _Deltas:
     """Count changes per rollup, summed in memory, then upserted."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list] = {}
+        self.rows: dict[tuple, list] = {}  # by (chunk, project, terms, rank, explored)
         self._terms: dict[str, str] = {}
         self.negative = False
         self.neighbourhoods: set[tuple[int | None, str]] = set()  # (project, terms) of the rollups changed
 
     def add(self, grouped: Iterable[dict], *, category_field: str, sign: int) -> int:
+        """Add (``sign`` 1) or take back (-1) ``n`` rows per group: query text, chunk, project, rank,
+        exploration and category, from the group's ``category_field``."""
+        return self.add_counts(
+            (
+                ((g["query_text"], g["chunk_id"], g["project_id"], g["rank"], g["explored"]), g[category_field], g["n"])
+                for g in grouped
+            ),
+            sign=sign,
+        )
+
+    def add_counts(self, counts: Iterable[tuple[tuple, int, int]], *, sign: int) -> int:
+        """``add`` for (``_GROUP`` values, category, n) triples. Rows are kept by their key and
+        given their ident when written (a search's rows repeat keys: hashed once each)."""
         total = 0
-        for group in grouped:
-            text = group["query_text"]
-            terms = self._terms.get(text)
+        rows, known = self.rows, self._terms
+        for (text, chunk_id, project_id, rank, explored), category, count in counts:
+            terms = known.get(text)
             if terms is None:
-                terms = self._terms[text] = neighbourhood(text)
-            key = (group["chunk_id"], group["project_id"], terms, group["rank"], group["explored"])
-            ident = _ident(*key)
-            row = self.rows.get(ident)
+                terms = known[text] = neighbourhood(text)
+            key = (chunk_id, project_id, terms, rank, explored)
+            row = rows.get(key)
             if row is None:
-                row = self.rows[ident] = [*key, 0, *([0] * len(COUNTS))]
-            n = sign * group["n"]
+                row = rows[key] = [*key, 0, *([0] * len(COUNTS))]
+            n = sign * count
             row[5] += n
-            row[5 + group[category_field]] += n
-            total += group["n"]
+            row[5 + category] += n
+            total += count
         if sign < 0 and total:
             self.negative = True
         return total
@@ -196,7 +211,7 @@ class _Deltas:
         types = ("varchar", "bigint", "bigint", "text", "smallint", "boolean", *["integer"] * (1 + len(COUNTS)))
         table = TraceRollup._meta.db_table
         updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in ("shown", *COUNTS))
-        values = [(ident, *row) for ident, row in self.rows.items() if any(row[5:])]  # cancelled out: nothing
+        values = [(_ident(*key), *row) for key, row in self.rows.items() if any(row[5:])]  # cancelled out: nothing
         self.neighbourhoods = {(row[2], row[3]) for row in values}
         rows_insert(
             table=table,
@@ -275,9 +290,13 @@ def _count(rows: QuerySet, deltas: _Deltas) -> int:
 def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
     """``_subtract`` then ``_count`` for the rows of the searches ``traces`` past the expired
     watermark, reading the rows once: what each was counted as is taken back, what it is now is
-    counted, and its mark row replaced. Which of the searches got feedback is read first, by primary
-    key, and the rows on their own, unordered: a join to the traces (or the traces' default ordering)
-    made PostgreSQL hash the whole trace table for every batch."""
+    counted, and its mark row replaced (or dropped: a search without feedback, a result whose passage
+    a re-import removed). Returns the rows counted now."""
+    if connection.vendor == "postgresql":
+        return _recount_in_sql(traces, state, deltas)
+    # Which of the searches got feedback is read first, by primary key, and the rows on their own,
+    # unordered: a join to the traces (or the traces' default ordering) made PostgreSQL hash the
+    # whole trace table for every batch.
     with_feedback = set(
         RetrievalQuery.objects.filter(pk__in=traces, feedback_at__isnull=False).order_by().values_list("pk", flat=True)
     )
@@ -300,14 +319,19 @@ def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
     taken: Counter[tuple] = Counter()
     counted: Counter[tuple] = Counter()
     marks = []
+    forgotten = []  # counted before, not now: their mark rows go
     for feedback_id, trace_id, text, chunk_id, project_id, rank, explored, category, before in found:
         if chunk_id is None:
+            if before is not None:
+                forgotten.append(feedback_id)
             continue  # a result whose passage a re-import removed: evidence about no chunk
         if before is not None:
             taken[(text, chunk_id, project_id, rank, explored, before)] += 1
         if trace_id in with_feedback:
             counted[(text, chunk_id, project_id, rank, explored, category)] += 1
             marks.append((feedback_id, category))
+        elif before is not None:
+            forgotten.append(feedback_id)
     fields = (*_GROUP, "category")
     deltas.add(
         ({**dict(zip(fields, key, strict=True)), "n": n} for key, n in taken.items()),
@@ -319,16 +343,59 @@ def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
         category_field="category",
         sign=1,
     )
-    ids = [row[0] for row in found if row[8] is not None]
-    for start in range(0, len(ids), BATCH):
-        TraceRollupMark.objects.filter(feedback_id__in=ids[start : start + BATCH]).delete()
+    for start in range(0, len(forgotten), BATCH):
+        TraceRollupMark.objects.filter(feedback_id__in=forgotten[start : start + BATCH]).delete()
+    # A row counted again has its mark row replaced in place (one upsert, not a delete and an insert).
     rows_insert(
         table=TraceRollupMark._meta.db_table,
         columns=("feedback_id", "category"),
         types=("bigint", "smallint"),
         rows=marks,
+        suffix="ON CONFLICT (feedback_id) DO UPDATE SET category = excluded.category",
     )
     return n
+
+
+def _recount_in_sql(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
+    """``_recount`` on PostgreSQL in one statement: the rows are read once with how each was counted
+    (its mark row, looked up by key: the planner, expecting six times the rows, hashed every mark
+    row for a join), the mark rows are replaced or dropped, and what comes back is the
+    rows' groups (by query text, chunk, project, rank, exploration, category before and now), not
+    the rows: at ten million traces, re-counting ~100,000 rows a scan cost 44-55 us a row with the
+    rows read into Python and the mark rows written back from there."""
+    rows = (
+        RetrievalFeedback.objects.filter(trace_id__in=traces, id__gt=state.expired_id)
+        .annotate(category_now=_result_category())
+        .order_by()
+        .values_list("id", "trace_id", "category_now", *_GROUP)
+    )
+    sql, params = rows.query.sql_with_params()
+    marks, group = TraceRollupMark._meta.db_table, ", ".join(_GROUP)
+    traced = RetrievalQuery._meta.db_table
+    # Composed of the models' table and column names and the ORM's SQL; values are parameters.
+    statement = (
+        f"WITH found AS MATERIALIZED (SELECT r.*, "  # noqa: S608
+        f"(SELECT m.category FROM {marks} m WHERE m.feedback_id = r.id) AS before, "
+        f"r.trace_id IN (SELECT t.id FROM {traced} t WHERE t.id = ANY(%s) AND t.feedback_at IS NOT NULL) AS counts "
+        f"FROM ({sql}) r), "
+        f"dropped AS (DELETE FROM {marks} WHERE feedback_id IN (SELECT id FROM found "
+        "WHERE before IS NOT NULL AND (chunk_id IS NULL OR NOT counts))), "
+        f"recorded AS (INSERT INTO {marks} (feedback_id, category) SELECT id, category_now FROM found "
+        "WHERE counts AND chunk_id IS NOT NULL ON CONFLICT (feedback_id) DO UPDATE SET category = excluded.category) "
+        f"SELECT {group}, before, category_now, counts, count(*) FROM found WHERE chunk_id IS NOT NULL "
+        f"GROUP BY {group}, before, category_now, counts"
+    )
+    taken: list[tuple[tuple, int, int]] = []
+    counted: list[tuple[tuple, int, int]] = []
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [list(traces), *params])
+        for *key, before, category, counts, n in cursor.fetchall():
+            if before is not None:
+                taken.append((tuple(key), before, n))
+            if counts:
+                counted.append((tuple(key), category, n))
+    deltas.add_counts(taken, sign=-1)
+    return deltas.add_counts(counted, sign=1)
 
 
 def _in_step() -> tuple[bool, int]:
@@ -433,8 +500,8 @@ def trace_rollups_refresh(*, days: int, settle_seconds: int, rebuild: bool = Fal
                     .values_list("trace_id", flat=True),
                 }
             )
-            for start in range(0, len(touched), BATCH // 10):
-                report.rechecked_rows += _recount(touched[start : start + BATCH // 10], state, deltas)
+            for start in range(0, len(touched), RECOUNT_TRACES):
+                report.rechecked_rows += _recount(touched[start : start + RECOUNT_TRACES], state, deltas)
         # 3. Rows not counted yet: past the watermark, without a mark row.
         fresh = RetrievalFeedback.objects.filter(id__gt=state.settled_id).exclude(
             Exists(TraceRollupMark.objects.filter(feedback_id=OuterRef("pk")))
@@ -499,4 +566,4 @@ def trace_rollups_full(*, days: int, now: datetime | None = None) -> dict[str, l
     )
     deltas = _Deltas()
     deltas.add(_grouped(_with_category(rows), "category_now"), category_field="category_now", sign=1)
-    return {ident: row for ident, row in deltas.rows.items() if any(row[5:])}
+    return {_ident(*key): row for key, row in deltas.rows.items() if any(row[5:])}
