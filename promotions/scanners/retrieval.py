@@ -317,6 +317,12 @@ class _Evidence:
     def used(self, weight: float) -> np.ndarray:
         return self.counts["clicked"] + weight * self.counts["helpful"].astype(float)
 
+    def sample(self, modulus: int) -> _Evidence:
+        """The groups of the chunks whose id is a multiple of ``modulus`` (still in group order): what
+        reading only those chunks' rollups gives, without reading them again."""
+        at = [i for i, (chunk_id, _, _) in enumerate(self.keys) if chunk_id % modulus == 0]
+        return _Evidence([self.keys[i] for i in at], self.by_rank[at], {k: v[at] for k, v in self.counts.items()})
+
 
 def _group_order(key: tuple[int, int | None, str]) -> tuple[str, int, int]:
     return key[2], -1 if key[1] is None else key[1], key[0]
@@ -508,7 +514,8 @@ def _window_modulus(evidence: _Evidence) -> int:
 
 def _reference(propensity: Propensity, *, modulus: int | None = None, evidence: _Evidence | None = None) -> _Reference:
     """Fit the reference on the window as it is now: the prior on the chunks in the sample of
-    ``modulus`` (by default the one the window's size calls for, counted in ``evidence``)."""
+    ``modulus`` (by default the one the window's size calls for, counted in ``evidence``), taken
+    from ``evidence`` (the whole window) when given, else read."""
     weight = promotions_settings.RETRIEVAL_SCAN_EXPLICIT_WEIGHT
     models = (
         [propensity.shifted(-propensity.sd), propensity.shifted(propensity.sd)] if propensity.sd > 0 else [propensity]
@@ -516,10 +523,13 @@ def _reference(propensity: Propensity, *, modulus: int | None = None, evidence: 
     if modulus is None:
         assert evidence is not None
         modulus = _window_modulus(evidence)
-    sample_rows = TraceRollup.objects.all()
-    if modulus > 1:
-        sample_rows = sample_rows.alias(bucket=Mod("chunk_id", Value(modulus))).filter(bucket=0)
-    sample = _evidence(sample_rows)
+    if evidence is not None:
+        sample = evidence.sample(modulus)
+    else:
+        sample_rows = TraceRollup.objects.all()
+        if modulus > 1:
+            sample_rows = sample_rows.alias(bucket=Mod("chunk_id", Value(modulus))).filter(bucket=0)
+        sample = _evidence(sample_rows)
     used = sample.used(weight)
     priors = [_fit_prior(used, sample.examined(model, weight)) for model in models]
     return _Reference(propensity, _rates(models, weight), priors, modulus, _settings_fingerprint())

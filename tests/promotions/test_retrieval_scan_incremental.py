@@ -238,3 +238,26 @@ def as_compared(decisions: list[Decision]) -> list[tuple]:
         (d.chunk_id, d.project_id, d.keys, d.kind, d.multiplier, d.strength, json.dumps(d.figures, sort_keys=True))
         for d in decisions
     ]
+
+
+@pytest.mark.parametrize("modulus", [1, 2, 3])
+def test_the_prior_sample_taken_from_the_window_in_memory_is_the_one_read_from_the_rollups(world, corpus, modulus):
+    """A judgement of everything fits its reference on the window it has just read: the sample of
+    chunks whose id is a multiple of the modulus, taken from that evidence, gives the fit that
+    reading those chunks' rollups again gives (the scan no longer reads them twice)."""
+    ask(world, FLUTTER, used_rank=1, role="owner")
+    ask(world, BUCKLING, used_rank=2)
+    ask(world, HEATING, used_rank=1, role="member")
+    retrieval_scan()  # the rollups, refreshed
+    evidence = _evidence(TraceRollup.objects.all())
+    sample = evidence.sample(modulus)
+    assert sample.keys
+    assert all(chunk_id % modulus == 0 for chunk_id, _, _ in sample.keys)
+    read = _evidence(TraceRollup.objects.filter(chunk_id__in=[c for c, _, _ in evidence.keys if c % modulus == 0]))
+    assert sample.keys == read.keys
+    assert (sample.by_rank == read.by_rank).all()
+    assert all((sample.counts[k] == read.counts[k]).all() for k in read.counts)
+    propensity = propensity_estimate()
+    in_memory = _reference(propensity, modulus=modulus, evidence=evidence)
+    reread = _reference(propensity, modulus=modulus)
+    assert in_memory.to_json() == reread.to_json()
