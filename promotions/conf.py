@@ -13,10 +13,10 @@ class PromotionsSettings(AppSettings):
     # position-bias model and compared with the neighbourhood's baseline.
     RETRIEVAL_SCAN_DAYS = Tunable(90, minimum=1, maximum=3650, doc="days of search traces the retrieval scan reads")
     RETRIEVAL_SCAN_MIN_SUPPORT = Tunable(
-        3, minimum=1, maximum=1000, doc="positive results (or stale / wrong-project marks) a weight needs at least"
+        2, minimum=1, maximum=1000, doc="positive results (or stale / wrong-project marks) a weight needs at least"
     )
     RETRIEVAL_SCAN_MIN_EFFECTIVE = Tunable(
-        3.0, minimum=0.5, maximum=10_000.0, doc="expected examinations a chunk needs in a neighbourhood to be judged"
+        2.0, minimum=0.5, maximum=10_000.0, doc="expected examinations a chunk needs in a neighbourhood to be judged"
     )
     RETRIEVAL_SCAN_RENEWAL = Tunable(
         2.0,
