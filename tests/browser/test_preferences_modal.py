@@ -44,8 +44,12 @@ def open_modal(logged_in_page):
         page.errors = []
         page.on("pageerror", lambda error: page.errors.append(error))
         page.get_by_role("button", name="Preferences").click()
-        page.wait_for_load_state("networkidle")  # the lists loaded (on mount, and again on opening)
-        return page, page.locator("#preferences-modal")
+        # Opening reads the lists again: wait until that read is rendered (the panel is busy meanwhile).
+        # A load state would not do: "networkidle" was reached once on mount, so waiting for it returns at
+        # once, and a row changed right after could be read by the opening's request or not.
+        modal = page.locator("#preferences-modal")
+        modal.locator('[aria-busy="true"]').wait_for(state="detached")
+        return page, modal
 
     return run
 
@@ -209,6 +213,24 @@ def test_a_half_written_preference_is_guarded_too(open_modal, user):
     guard.get_by_text("the preference you are writing").wait_for()
     guard.get_by_role("button", name="Keep editing").click()
     assert modal.get_by_label("Preference", exact=True).input_value() == "Answer in"
+
+
+def test_the_panel_is_busy_while_opening_reads_its_lists(logged_in_page, user):
+    page = logged_in_page(user, "/chat/")
+    panel = page.locator("#preferences-modal .prefs-panel")
+    panel.get_by_text("Keep responses short").wait_for(state="attached")  # read on mount (the modal is closed)
+    assert panel.get_attribute("aria-busy") is None
+    held = []
+    page.route("**/api/v1/preferences", lambda route: held.append(route))  # opening's read waits here
+    page.get_by_role("button", name="Preferences").click()
+    page.wait_for_function("document.querySelector('#preferences-modal .prefs-panel').ariaBusy === 'true'")
+    Preference.objects.filter(user=user, description="Keep responses short").delete()
+    while not held:
+        page.wait_for_timeout(20)
+    held[0].continue_()
+    page.locator('#preferences-modal .prefs-panel[aria-busy="true"]').wait_for(state="detached")
+    assert panel.get_attribute("aria-busy") is None
+    assert panel.get_by_text("Keep responses short").count() == 0  # what was read after the change is shown
 
 
 def test_an_error_shows_next_to_the_item_which_keeps_its_state(open_modal, user):

@@ -436,13 +436,17 @@
       return fetchList(kind).catch((error) => { loadError.textContent = error.message; loadError.hidden = false; }).then(render);
     }
 
+    let loading = 0; // reads of the lists in flight
     function load() {
       const kinds = Object.keys(lists).filter((kind) => lists[kind]);
+      loading += 1;
+      root.setAttribute("aria-busy", "true"); // the lists are being read (assistive tech, and tests, wait)
       return Promise.all(kinds.map(fetchList)).then(() => {
         loadError.hidden = true;
         if (editing.id && !state.memory.some((m) => m.id === editing.id)) editing = {}; // gone meanwhile
         render();
-      }).catch((error) => { loadError.textContent = error.message; loadError.hidden = false; });
+      }).catch((error) => { loadError.textContent = error.message; loadError.hidden = false; })
+        .finally(() => { loading -= 1; if (!loading) root.removeAttribute("aria-busy"); });
     }
 
     // --- adding a preference ---------------------------------------------------------------------------
