@@ -13,7 +13,12 @@ class PromotionsSettings(AppSettings):
     # position-bias model and compared with the neighbourhood's baseline.
     RETRIEVAL_SCAN_DAYS = Tunable(90, minimum=1, maximum=3650, doc="days of search traces the retrieval scan reads")
     RETRIEVAL_SCAN_MIN_SUPPORT = Tunable(
-        2, minimum=1, maximum=1000, doc="positive results (or stale / wrong-project marks) a weight needs at least"
+        2, minimum=1, maximum=1000, doc="uses (a boost) or skips and explicit non-uses (a penalty) a weight needs"
+    )
+    # Stale and wrong-project marks are explicit reports judged on their own (no position model):
+    # their floor stays where it was when the click-evidence floors were lowered for more traffic.
+    RETRIEVAL_SCAN_MIN_PROBLEM_MARKS = Tunable(
+        3, minimum=1, maximum=1000, doc="stale (or wrong-project) marks a chunk needs before it is penalised for them"
     )
     RETRIEVAL_SCAN_MIN_EFFECTIVE = Tunable(
         2.0, minimum=0.5, maximum=10_000.0, doc="expected examinations a chunk needs in a neighbourhood to be judged"

@@ -30,7 +30,7 @@ content words, ``retrieval.scope.query_terms``), how relevant the chunk is once 
   the weight bounds. A contrary mark is evidence like any other: it lowers the estimate, it blocks
   nothing, and a result relevant on balance is not penalised.
 * **stale** content is penalised everywhere and **wrong-project** content within that project when
-  such marks reach RETRIEVAL_SCAN_MIN_SUPPORT and outweigh the chunk's uses (the Wilson lower bound
+  such marks reach RETRIEVAL_SCAN_MIN_PROBLEM_MARKS and outweigh the chunk's uses (the Wilson lower bound
   of their share, at RETRIEVAL_SCAN_CONFIDENCE, above one half).
 
 One open candidate per chunk: a chunk's neighbourhoods that agree make one query-scoped weight
@@ -830,7 +830,7 @@ def _problem_decisions() -> list[Decision]:
     that reach the support and outweigh the chunk's uses. The chunks with that many marks are found
     first among the rollups with any (few), then summed over all of theirs."""
     conf = promotions_settings
-    support, z = conf.RETRIEVAL_SCAN_MIN_SUPPORT, NormalDist().inv_cdf(conf.RETRIEVAL_SCAN_CONFIDENCE)
+    support, z = conf.RETRIEVAL_SCAN_MIN_PROBLEM_MARKS, NormalDist().inv_cdf(conf.RETRIEVAL_SCAN_CONFIDENCE)
     decisions = []
     for kind, scope, by in (
         ("stale", "global", ("chunk_id",)),
@@ -1060,6 +1060,7 @@ def retrieval_scan(*, actor: Actor | None = None) -> ScanReport:
     thresholds = {
         "min_effective_examinations": conf.RETRIEVAL_SCAN_MIN_EFFECTIVE,
         "min_support": conf.RETRIEVAL_SCAN_MIN_SUPPORT,
+        "min_problem_marks": conf.RETRIEVAL_SCAN_MIN_PROBLEM_MARKS,
         "confidence": conf.RETRIEVAL_SCAN_CONFIDENCE,
         "min_lift": conf.RETRIEVAL_SCAN_MIN_LIFT,
         "explicit_weight": conf.RETRIEVAL_SCAN_EXPLICIT_WEIGHT,

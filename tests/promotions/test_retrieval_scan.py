@@ -101,6 +101,12 @@ def test_two_signals_are_not_enough(world, corpus, settings):
     assert not LearningPromotion.objects.exists()
 
 
+def test_two_stale_marks_are_not_enough(world, corpus):
+    ask(world, "hypersonic heating", mark="heating", outcome="stale", times=2)
+    retrieval_scan()
+    assert not LearningPromotion.objects.filter(proposed_learning__reason="stale").exists()
+
+
 def test_repeatedly_stale_content_is_penalised_everywhere(world, corpus):
     ask(world, "hypersonic heating", mark="heating", outcome="stale")
     retrieval_scan()
