@@ -225,8 +225,11 @@ def test_the_panel_is_busy_while_opening_reads_its_lists(logged_in_page, user):
     page.get_by_role("button", name="Preferences").click()
     page.wait_for_function("document.querySelector('#preferences-modal .prefs-panel').ariaBusy === 'true'")
     Preference.objects.filter(user=user, description="Keep responses short").delete()
-    while not held:
+    for _ in range(500):  # the route handler runs while Playwright is waited on: wait for it, at most 10 s
+        if held:
+            break
         page.wait_for_timeout(20)
+    assert held, "opening the modal did not read the preferences"
     held[0].continue_()
     page.locator('#preferences-modal .prefs-panel[aria-busy="true"]').wait_for(state="detached")
     assert panel.get_attribute("aria-busy") is None
