@@ -36,8 +36,9 @@ logger = logging.getLogger(__name__)
 
 _LEARNING = Path(__file__).resolve().parent.parent
 _CORE = _LEARNING.parent / "core"
-# Everything the fit reads: the labelled data and the steering sets, the analyzer's code (features,
-# models, axes, the workflow centres), the steering check, and the text helpers both use.
+# Everything the fit reads: the labelled data, the steering sets and the workflow matcher's background
+# set (all of data/*.jsonl), the analyzer's code (features, models, axes, the workflow centres), the
+# steering check, and the text helpers both use.
 _SOURCES = (
     *sorted((_LEARNING / "analyzer" / "data").glob("*.jsonl")),
     *sorted((_LEARNING / "analyzer").glob("*.py")),

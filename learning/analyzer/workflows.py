@@ -14,7 +14,10 @@ cross-validation over groups (``python manage.py workflow_eval``).
 The sentence cosine is taken *centred*: every request shares a direction ("a request to the
 assistant") that lifts all cosines alike, so the mean embedding of a broad background set of
 messages is subtracted first. That spreads same-task pairs from unrelated ones (ROC AUC over the
-pairs of the sessions data 0.90 -> 0.93) without any fitting to those sessions.
+pairs of the sessions data 0.90 -> 0.93) without any fitting to those sessions. The background set
+(``data/workflow_background.jsonl``) is frozen: the texts of the 589 messages the thresholds were
+chosen with. It was the analyzer's labelled set, which grows with every batch of labelled lines and
+moved the centres, the word weights and so the best thresholds with it.
 
 Words are centred the same way. A word alone is a poor input for a sentence model (a bare "diff"
 and "patch" sit at 0.31, "diff" and "menu" at 0.09), so each word is embedded framed as a noun
@@ -52,16 +55,22 @@ MIN_MATCHES = 2  # same-task past requests; with the current one, three of a kin
 _word_vectors: dict[str, np.ndarray] = {}
 _word_lock = threading.Lock()
 _WORD_CACHE_MAX = 50_000  # words, about 75 MB of float32 at 384 dimensions
-_BACKGROUND = Path(__file__).parent / "data" / "labelled_messages.jsonl"
+# Frozen (see the module docstring and data/README.md): a changed background moves the thresholds.
+_BACKGROUND = Path(__file__).parent / "data" / "workflow_background.jsonl"
 _WORD_FRAME = "a {}"  # see the module docstring: a framed word embeds closer to its meaning
 _CENTRE_WORDS = 600
 
 
+def _background_texts() -> list[str]:
+    """The texts of the frozen background set (589 messages in many voices)."""
+    return [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
+
+
 @lru_cache(maxsize=1)
 def _document_frequency() -> tuple[Counter[str], int]:
-    """How many messages of a broad background set (589 messages in many voices) use each word:
-    "write", "need", "give" align with everything and say little about the task."""
-    texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
+    """How many messages of the background set use each word: "write", "need", "give" align with
+    everything and say little about the task."""
+    texts = _background_texts()
     return Counter(w for t in texts for w in set(content_words(t))), len(texts)
 
 
@@ -79,8 +88,7 @@ def centres_adopt(*, centre: np.ndarray, word_centre: np.ndarray) -> None:
 def background_centre() -> np.ndarray:
     """The mean sentence embedding of the background set (computed once per process)."""
     if "sentence" not in _centres:
-        texts = [json.loads(line)["text"] for line in _BACKGROUND.read_text().splitlines() if line.strip()]
-        vectors = np.asarray(get_embedder().embed(texts), dtype=np.float32)
+        vectors = np.asarray(get_embedder().embed(_background_texts()), dtype=np.float32)
         _centres.setdefault("sentence", vectors.mean(axis=0))
     return _centres["sentence"]
 

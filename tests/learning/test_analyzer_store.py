@@ -50,11 +50,17 @@ def test_a_stored_fit_is_loaded_and_analyses_as_the_fitted_one(stored, embedder,
         )
 
 
-def test_a_changed_data_file_is_another_digest_and_is_fitted_again(stored, cache_dir, embedder, monkeypatch, tmp_path):
+# The analyzer's labelled set, and the workflow matcher's background set (the centres kept in the bundle).
+@pytest.mark.parametrize("source", [model.DATA, workflows._BACKGROUND], ids=["labelled", "workflow background"])
+def test_a_changed_data_file_is_another_digest_and_is_fitted_again(
+    source, stored, cache_dir, embedder, monkeypatch, tmp_path
+):
     before = store.fit_digest()
-    data = tmp_path / "labelled_messages.jsonl"
-    shutil.copy(model.DATA, data)
-    monkeypatch.setattr(store, "_SOURCES", tuple(data if p == model.DATA else p for p in store._SOURCES))
+    data = tmp_path / source.name
+    shutil.copy(source, data)
+    sources = tuple(data if p.resolve() == source.resolve() else p for p in store._SOURCES)
+    assert data in sources
+    monkeypatch.setattr(store, "_SOURCES", sources)
     assert store.fit_digest() == before  # the same bytes elsewhere: the same fit
     with data.open("a") as handle:
         handle.write('{"text": "Use British spelling.", "type": "preference", "category": "output"}\n')

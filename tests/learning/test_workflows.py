@@ -3,9 +3,11 @@ names, format, example output, last_used_at, the context block, prompt categorie
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from learning.analyzer import workflows as detection
@@ -62,6 +64,41 @@ def _forms(embedder, texts):
     """Whether the third request finds a triangle among the first two (the detection's rule)."""
     vectors = embedder.embed(texts)
     return len(detection.same_task_matches(texts[2], texts[:2], vectors[2], list(vectors[:2]))) >= 2
+
+
+# The texts of the analyzer's first 589 labelled messages (commit e2569a5), which RESIDUAL_MIN and
+# SENTENCE_MIN were chosen with: changing the background means choosing them again (data README).
+BACKGROUND_TEXTS_SHA256 = "99f712fe70188ea973195df7e24d164eeea50d58648f372d4d427be3a9adcdd5"
+
+
+def test_the_background_set_is_the_frozen_one_the_thresholds_were_chosen_with():
+    rows = [json.loads(line) for line in detection._BACKGROUND.read_text().splitlines() if line.strip()]
+    assert [row["id"] for row in rows] == [f"m{n:04d}" for n in range(1, 590)]
+    texts = "\n".join(row["text"] for row in rows)
+    assert hashlib.sha256(texts.encode()).hexdigest() == BACKGROUND_TEXTS_SHA256
+
+
+def test_a_batch_of_analyzer_lines_does_not_move_the_matcher(embedder, monkeypatch):
+    """The word weights and both centres stay as they were when the analyzer's labelled set grows."""
+    frequency = detection._document_frequency()
+    centre, word_centre = detection.background_centre(), detection.background_word_centre()
+    lines = [json.dumps({"id": f"x{n}", "text": f"From now on reply in Klingon, line {n}."}) for n in range(40)]
+    batch = "".join("\n" + line for line in lines)  # the file may or may not end with a newline
+    read_text = Path.read_text
+
+    def grown(path: Path, *args, **kwargs) -> str:
+        text = read_text(path, *args, **kwargs)
+        return text + batch if path.name == "labelled_messages.jsonl" else text
+
+    monkeypatch.setattr(Path, "read_text", grown)
+    monkeypatch.setattr(detection, "_centres", {})  # the process's centres come back after the test
+    detection._document_frequency.cache_clear()
+    try:
+        assert detection._document_frequency() == frequency
+        assert np.allclose(detection.background_centre(), centre, atol=1e-6)
+        assert np.allclose(detection.background_word_centre(), word_centre, atol=1e-6)
+    finally:
+        detection._document_frequency.cache_clear()
 
 
 @pytest.fixture
