@@ -60,6 +60,12 @@ def main() -> None:
     parser.add_argument("--build-workers", type=int, default=2, help="load: max_parallel_maintenance_workers")
     parser.add_argument("--build-memory", default="6GB", help="load: maintenance_work_mem")
     parser.add_argument("--exact", action="store_true", help="measure: the exact in-process path (faiss) instead")
+    parser.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="measure: read the HNSW index into PostgreSQL's cache first (pg_prewarm), the steady state of a "
+        "server whose shared_buffers hold it",
+    )
     parser.add_argument("--passages", type=int, default=100_000, help="import: passages to import")
     parser.add_argument("--recall-queries", type=int, default=100, help="measure: queries checked by brute force")
     parser.add_argument("--part", choices=("search", "scan"), default="search", help="search latency, or the scan")
@@ -516,6 +522,17 @@ def phase_measure(args: argparse.Namespace) -> None:
 
     engine = "exact in process (faiss)" if args.exact else "pgvector HNSW"
     log(f"{engine} over {size} chunks (load {load_s:.0f} s, HNSW build {build_s:.0f} s), {args.weights} weights")
+    with connection.cursor() as cursor:  # whether the index can stay in PostgreSQL's own cache decides the latency
+        cursor.execute(
+            "SELECT current_setting('shared_buffers'), pg_size_pretty(pg_relation_size('chunk_embedding_hnsw')), "
+            "pg_size_pretty(pg_relation_size('document_chunks'))"
+        )
+        buffers, index_size, table_size = cursor.fetchone()
+        if args.prewarm and not args.exact:
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            cursor.execute("SELECT pg_prewarm('chunk_embedding_hnsw')")
+            log(f"prewarmed {cursor.fetchone()[0]} index blocks")
+    log(f"PostgreSQL shared_buffers {buffers}; HNSW index {index_size}, chunk table {table_size}")
     for reader, client in clients.items():
         results: dict[int, list[int]] = {}
         samples, cpu, queued = [], [], []

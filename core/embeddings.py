@@ -11,17 +11,34 @@ bfloat16 inputs and accumulate in float32. Measured on this project's 2-core AMD
 0.99994 of the float32 one (mean 0.99998), which no threshold of the analyzer or of retrieval can
 tell apart. Where the CPU lacks those instructions autocast would emulate them and be slower, so
 ``auto`` stays in float32 there.
+
+A call with few texts (a search query, a preference typed in the modal: ``EMBEDDING_ONNX_MAX_TEXTS``) runs the same
+weights on ONNX Runtime instead, where torch's fixed cost per call (a hundred module calls in Python for six layers)
+dominates: the model is exported once from the packaged weights with torch's own exporter into
+``EMBEDDING_ONNX_DIR`` (keyed by a digest of the weights and the library versions) and loaded from there by every
+later process. sentence-transformers' own ONNX backend needs Optimum, whose ONNX exporter does not support the
+transformers 5 this project runs on; so the export is done here, of the model's whole module chain (transformer,
+pooling, normalisation), and checked against torch on load. Batches stay on torch, which under bfloat16 is the
+faster of the two for them on this CPU. Any failure to export or load leaves the process on torch (logged).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
+import logging
 import os
 import threading
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from django.conf import settings
 
+logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 PRECISIONS = ("auto", "float32", "bfloat16")
 BATCH = 64  # texts per forward pass
@@ -66,10 +83,21 @@ class LocalEmbedder:
             if self.precision == "bfloat16"
             else contextlib.nullcontext
         )
+        self.onnx: OnnxModel | None = None
+        self.onnx_max_texts = int(getattr(settings, "EMBEDDING_ONNX_MAX_TEXTS", 0))
+        directory = getattr(settings, "EMBEDDING_ONNX_DIR", "")
+        if self.onnx_max_texts > 0 and directory:
+            try:
+                self.onnx = OnnxModel.load_or_export(self.model, Path(directory), threads=threads)
+            except Exception:  # any failure of an optional speed-up: torch does the work
+                logger.warning("ONNX Runtime not used for embeddings: torch embeds everything", exc_info=True)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        if self.onnx is not None and len(texts) <= self.onnx_max_texts:
+            vectors = self.onnx.run(self.model.preprocess(texts))
+            return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         # One forward pass at a time per process (torch keeps its own threads), in the chosen precision.
         # The model's own modules (tokenizer, transformer, mean pooling, normalisation) are called
         # directly: ``SentenceTransformer.encode`` adds a fixed cost per call (resolving the device,
@@ -87,6 +115,97 @@ class LocalEmbedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+
+# The library versions an exported file depends on (the graph is torch's export of this code's module chain).
+_EXPORT_LIBRARIES = ("torch", "transformers", "sentence-transformers", "onnx")
+_EXPORT_CHECK_MIN_COSINE = 0.9999  # the exported model against torch on load (float32 both: ~1 - 1e-7)
+_EXPORT_CHECK_TEXTS = ["wing flutter at transonic speeds", "From now on answer me in Spanish, please.", "k"]
+
+
+class OnnxModel:
+    """The sentence model's whole forward pass (transformer, pooling, normalisation) on ONNX Runtime."""
+
+    def __init__(self, path: Path, names: list[str], threads: int) -> None:
+        import onnxruntime  # noqa: PLC0415 - optional speed-up, loaded only with the local model
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.names = names
+
+    def run(self, features: dict[str, Any]) -> np.ndarray:
+        inputs = {name: features[name].numpy() for name in self.names}
+        return np.asarray(self.session.run(None, inputs)[0], dtype=np.float32)
+
+    @classmethod
+    def load_or_export(cls, model: Any, directory: Path, *, threads: int) -> OnnxModel:
+        """The exported file for these weights and libraries (exported now under a lock if no process
+        has yet), loaded and checked against torch."""
+        import torch  # noqa: PLC0415 - already imported by the model
+
+        names = [name for name, value in model.preprocess(["x"]).items() if isinstance(value, torch.Tensor)]
+        path = directory / f"minilm-{_export_digest(model)}.onnx"
+        if not path.exists():
+            directory.mkdir(parents=True, exist_ok=True)
+            with open(directory / ".export.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # gunicorn's workers and parallel test runs start together
+                if not path.exists():
+                    _export(model, names, path)
+        onnx_model = cls(path, names, threads)
+        features = model.preprocess(_EXPORT_CHECK_TEXTS)
+        with torch.inference_mode():
+            expected = model(features)["sentence_embedding"].float().numpy()
+        found = onnx_model.run(features)
+        cosines = (expected * found).sum(axis=1) / np.linalg.norm(expected, axis=1) / np.linalg.norm(found, axis=1)
+        if cosines.min() < _EXPORT_CHECK_MIN_COSINE:
+            raise ValueError(f"{path} disagrees with the torch model (cosine {cosines.min():.6f})")
+        return onnx_model
+
+
+def _export_digest(model: Any) -> str:
+    """What the exported graph depends on: the weights' bytes and the versions of the libraries."""
+    digest = hashlib.sha256()
+    weights = sorted(Path(model[0].auto_model.name_or_path).glob("*.safetensors"))
+    for path in weights:
+        with open(path, "rb") as handle:
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    for library in _EXPORT_LIBRARIES:
+        digest.update(f"{library}={metadata.version(library)};".encode())
+    return digest.hexdigest()[:16]
+
+
+def _export(model: Any, names: list[str], path: Path) -> None:
+    """torch's exporter over the model's module chain, batch and sequence length left open."""
+    import torch  # noqa: PLC0415 - already imported by the model
+
+    class Forward(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            return self.model(dict(zip(names, tensors, strict=True)))["sentence_embedding"]
+
+    features = model.preprocess(["an example sentence to trace the graph with", "a second one"])
+    axes = {name: {0: "texts", 1: "tokens"} for name in names}
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    # The tracer warns about every shape-dependent branch of the model's Python: the axes above keep them open.
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Forward().eval(),
+            tuple(features[name] for name in names),
+            str(partial),
+            input_names=names,
+            output_names=["sentence_embedding"],
+            dynamic_axes={**axes, "sentence_embedding": {0: "texts"}},
+            opset_version=17,
+            dynamo=False,
+        )
+    partial.replace(path)  # whole or not at all for the next process
+    logger.info("embedding model exported for ONNX Runtime to %s", path)
 
 
 class OpenAIEmbedder:

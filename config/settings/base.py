@@ -258,6 +258,10 @@ if EMBEDDING_BACKEND not in ("local", "openai"):
 EMBEDDING_PRECISION = env.str("EMBEDDING_PRECISION", default="auto")
 if EMBEDDING_PRECISION not in ("auto", "float32", "bfloat16"):
     raise ImproperlyConfigured("EMBEDDING_PRECISION must be 'auto', 'float32' or 'bfloat16'.")
+# Calls with at most this many texts run on ONNX Runtime (core/embeddings.py); 0 turns it off.
+EMBEDDING_ONNX_MAX_TEXTS = env.int("EMBEDDING_ONNX_MAX_TEXTS", default=1)
+if EMBEDDING_ONNX_MAX_TEXTS < 0:
+    raise ImproperlyConfigured("EMBEDDING_ONNX_MAX_TEXTS must be 0 or more.")
 CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},
@@ -273,6 +277,8 @@ CELERY_BEAT_SCHEDULE = {
 RETRIEVAL_INDEX_DIR = env.path("RETRIEVAL_INDEX_DIR", default=str(VAR_DIR / "index"))
 # The local analyzer's fitted models, kept for the next process (learning/analyzer/store.py); empty: off.
 ANALYZER_CACHE_DIR = env.str("ANALYZER_CACHE_DIR", default=str(VAR_DIR / "analyzer"))
+# The embedding model exported for ONNX Runtime, once per machine (core/embeddings.py); empty: not used.
+EMBEDDING_ONNX_DIR = env.str("EMBEDDING_ONNX_DIR", default=str(VAR_DIR / "onnx"))
 
 # --- Rate limits and login lockout (issue 11; owned by accounts/throttling.py) ---------------------
 # API: DRF throttles per API key, per user and per anonymous address, counted in the shared cache;

