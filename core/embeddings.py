@@ -191,7 +191,9 @@ def _export(model: Any, names: list[str], path: Path) -> None:
     features = model.preprocess(["an example sentence to trace the graph with", "a second one"])
     axes = {name: {0: "texts", 1: "tokens"} for name in names}
     partial = path.with_suffix(f".{os.getpid()}.partial")
-    # The tracer warns about every shape-dependent branch of the model's Python: the axes above keep them open.
+    # The tracer warns that the model's shape-dependent Python branches are fixed at their traced value; each holds
+    # for every input here (an attention mask is always given and as long as the tokens), and the tests compare
+    # single texts, a truncated one and padded batches with torch.
     with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
