@@ -11,6 +11,9 @@ import pytest
 from core import embeddings
 from core.embeddings import LocalEmbedder, OnnxModel
 
+# The model alone, no database: the SQLite run covers it (scripts/test deselects it in the PostgreSQL run).
+pytestmark = pytest.mark.one_backend
+
 TEXTS = [
     "From now on answer me in Spanish.",
     "wing flutter at transonic speeds",
