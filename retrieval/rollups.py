@@ -329,7 +329,8 @@ def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
             taken[(text, chunk_id, project_id, rank, explored, before)] += 1
         if trace_id in with_feedback:
             counted[(text, chunk_id, project_id, rank, explored, category)] += 1
-            marks.append((feedback_id, category))
+            if category != before:  # a mark row that already says so stays as it is
+                marks.append((feedback_id, category))
         elif before is not None:
             forgotten.append(feedback_id)
     fields = (*_GROUP, "category")
@@ -359,7 +360,8 @@ def _recount(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
 def _recount_in_sql(traces: list, state: TraceRollupState, deltas: _Deltas) -> int:
     """``_recount`` on PostgreSQL in one statement: the rows are read once with how each was counted
     (its mark row, looked up by key: the planner, expecting six times the rows, hashed every mark
-    row for a join), the mark rows are replaced or dropped, and what comes back is the
+    row for a join), the mark rows are replaced where the category changed or dropped (a row re-counted
+    unchanged, as most in the settling margin are, writes nothing), and what comes back is the
     rows' groups (by query text, chunk, project, rank, exploration, category before and now), not
     the rows: at ten million traces, re-counting ~100,000 rows a scan cost 44-55 us a row with the
     rows read into Python and the mark rows written back from there."""
@@ -381,7 +383,8 @@ def _recount_in_sql(traces: list, state: TraceRollupState, deltas: _Deltas) -> i
         f"dropped AS (DELETE FROM {marks} WHERE feedback_id IN (SELECT id FROM found "
         "WHERE before IS NOT NULL AND (chunk_id IS NULL OR NOT counts))), "
         f"recorded AS (INSERT INTO {marks} (feedback_id, category) SELECT id, category_now FROM found "
-        "WHERE counts AND chunk_id IS NOT NULL ON CONFLICT (feedback_id) DO UPDATE SET category = excluded.category) "
+        "WHERE counts AND chunk_id IS NOT NULL AND before IS DISTINCT FROM category_now "
+        "ON CONFLICT (feedback_id) DO UPDATE SET category = excluded.category) "
         f"SELECT {group}, before, category_now, counts, count(*) FROM found WHERE chunk_id IS NOT NULL "
         f"GROUP BY {group}, before, category_now, counts"
     )

@@ -364,3 +364,39 @@ def test_a_search_marked_while_new_rows_are_counted_is_counted_and_recorded_alik
     assert_in_step()
     assert sum(r.shown for r in TraceRollup.objects.all()) == 8
     assert sum(r.helpful for r in TraceRollup.objects.all()) == 1
+
+
+def _mark_versions() -> dict[int, object]:
+    """Each mark row's version: PostgreSQL's xmin (a row rewritten gets a new one); on SQLite its category
+    (the writes themselves are caught where they are made, see below)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT feedback_id, xmin::text FROM {TraceRollupMark._meta.db_table}")  # noqa: S608
+            return dict(cursor.fetchall())
+    return dict(TraceRollupMark.objects.values_list("feedback_id", "category"))
+
+
+def test_a_search_re_counted_unchanged_rewrites_no_mark_row(world, corpus, monkeypatch):
+    """Every refresh re-counts the searches marked within the settling margin before the last one (a
+    late commit may have been missed); a row whose category has not changed keeps its mark row as it is."""
+    results = searches(world, "owner", 2)
+    mark(world, "owner", results[0], 1, cited=True, used_in_answer=True)
+    refresh()
+    before = _mark_versions()
+    assert len(before) == 4
+    written = []
+    real = rollups.rows_insert
+    monkeypatch.setattr(rollups, "rows_insert", lambda **kw: written.extend(kw["rows"]) or real(**kw))
+    report = refresh()  # within the margin: the marked search is read and counted again
+    assert report.rechecked_rows == 4
+    assert report.rollups_written == 0
+    assert _mark_versions() == before
+    assert written == []  # SQLite's path writes from Python: nothing to write
+    assert_in_step()
+
+    mark(world, "owner", results[0], 1, outcome="unhelpful")  # one row changes category
+    refresh()
+    after = _mark_versions()
+    changed = {k for k in after if after[k] != before[k]}
+    assert len(changed) == 1
+    assert_in_step()
