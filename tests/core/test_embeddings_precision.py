@@ -45,9 +45,10 @@ def test_an_unknown_precision_is_refused():
 
 def _vectors(model: LocalEmbedder, precision: str, texts: list[str] = TEXTS) -> np.ndarray:
     """The texts' vectors from the session's model, run in the given precision."""
-    original = (model.precision, model._autocast)
+    original = (model.precision, model._autocast, model.onnx_max_texts)
     import torch  # noqa: PLC0415 - the session's model already loaded it
 
+    model.onnx_max_texts = 0  # torch's own modules, whatever ONNX Runtime would take (test_embeddings_onnx.py)
     model.precision = precision
     model._autocast = (
         (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if precision == "bfloat16" else contextlib.nullcontext
@@ -55,7 +56,7 @@ def _vectors(model: LocalEmbedder, precision: str, texts: list[str] = TEXTS) -> 
     try:
         return model.embed(texts)
     finally:
-        model.precision, model._autocast = original
+        model.precision, model._autocast, model.onnx_max_texts = original
 
 
 def test_bfloat16_vectors_match_float32_ones(embedder):
