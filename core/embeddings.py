@@ -108,7 +108,14 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         if self.onnx is not None and len(texts) <= self.onnx_max_texts:
-            vectors = self.onnx.run(self.model.preprocess(texts))
+            # In forward passes of BATCH texts, as torch's below: under ``auto`` in float32 an import's
+            # thousands of passages come here, and one pass would pad them all to the longest.
+            vectors = np.vstack(
+                [
+                    self.onnx.run(self.model.preprocess(texts[start : start + BATCH]))
+                    for start in range(0, len(texts), BATCH)
+                ]
+            )
             return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         # One forward pass at a time per process (torch keeps its own threads), in the chosen precision.
         # The model's own modules (tokenizer, transformer, mean pooling, normalisation) are called

@@ -67,6 +67,20 @@ def test_only_calls_of_few_texts_go_to_onnx_runtime(local, monkeypatch):
     assert calls == [local.onnx_max_texts, 1]  # a batch past the limit runs on torch
 
 
+def test_a_long_call_on_onnx_runtime_runs_in_batches(local, monkeypatch):
+    """Under ``auto`` in float32 every call goes to ONNX Runtime, an import's thousands of passages too:
+    in forward passes of ``BATCH`` texts, as on torch, not one padded to the longest of them all."""
+    monkeypatch.setattr(local, "onnx_max_texts", sys.maxsize)
+    sizes = []
+    run = local.onnx.run
+    monkeypatch.setattr(local.onnx, "run", lambda features: sizes.append(len(features["input_ids"])) or run(features))
+    texts = [f"passage {i} about the lift of slender bodies" for i in range(embeddings.BATCH * 2 + 5)]
+    got = local.embed(texts)
+    assert sizes == [embeddings.BATCH, embeddings.BATCH, 5]
+    assert got.shape == (len(texts), 384)
+    np.testing.assert_allclose(got[-3:], _torch_float32(local, texts[-3:]), atol=1e-5)
+
+
 def test_the_exported_file_is_reused_and_checked(local, tmp_path, monkeypatch):
     exports = []
     real = embeddings._export
