@@ -277,7 +277,9 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def load_corpus(corpus: Corpus, database_url: str, *, workers: int, memory: str) -> dict[str, float]:
+def load_corpus(
+    corpus: Corpus, database_url: str, projects: list[int], *, workers: int, memory: str
+) -> dict[str, float]:
     """COPY the corpus into document_chunks (ids 1..n, ten chunks per document), without the HNSW
     index, then rebuild the index exactly as the migration defines it. Returns the timings."""
     import psycopg
@@ -302,17 +304,21 @@ def load_corpus(corpus: Corpus, database_url: str, *, workers: int, memory: str)
         with (
             conn.cursor() as cursor,
             cursor.copy(
-                "COPY document_chunks (id, chunk_id, document_id, position, content, content_hash, embedding, "
-                "metadata, created_at) FROM STDIN (FORMAT BINARY)"
+                "COPY document_chunks (id, chunk_id, document_id, project_id, position, content, content_hash, "
+                "embedding, metadata, created_at) FROM STDIN (FORMAT BINARY)"
             ) as copy,
         ):
-            copy.set_types(["int8", "varchar", "varchar", "int4", "text", "varchar", "vector", "jsonb", "timestamptz"])
+            copy.set_types(
+                ["int8", "varchar", "varchar", "int8", "int4", "text", "varchar", "vector", "jsonb", "timestamptz"]
+            )
             now = datetime.now(UTC)
             for start, vectors in corpus.batches():
-                for offset, vector in enumerate(vectors):
-                    row = start + offset
+                rows = np.arange(start, start + len(vectors))
+                owners = document_project(rows, projects).tolist()
+                for row, owner, vector in zip(rows.tolist(), owners, vectors, strict=True):
+                    project = owner if owner >= 0 else None
                     copy.write_row(
-                        (row + 1, f"c{row}", f"d{row // 10}", row % 10, "passage", str(row), vector, "{}", now)
+                        (row + 1, f"c{row}", f"d{row // 10}", project, row % 10, "passage", str(row), vector, "{}", now)
                     )
                 if (start // corpus.BATCH) % 10 == 0:
                     log(f"copied {start + len(vectors)} chunks")
@@ -374,10 +380,11 @@ def phase_load(args: argparse.Namespace) -> None:
     from accounts.models import Project
 
     Project.objects.bulk_create([Project(slug=f"p{i}", name=f"Project {i}") for i in range(PROJECTS)])
+    projects = [Project.objects.get(slug=f"p{i}").pk for i in range(PROJECTS)]
     passages, _ = cranfield()
     corpus = Corpus(base_vectors(passages), args.chunks)
     log(f"corpus: {args.chunks} chunks around {len(passages)} real Cranfield passage embeddings")
-    timings = load_corpus(corpus, database_url, workers=args.build_workers, memory=args.build_memory)
+    timings = load_corpus(corpus, database_url, projects, workers=args.build_workers, memory=args.build_memory)
     import psycopg
 
     with psycopg.connect(database_url, autocommit=True) as conn:

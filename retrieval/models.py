@@ -49,6 +49,13 @@ class Chunk(models.Model):
     id = models.BigAutoField(primary_key=True)  # also the id in the vector index
     chunk_id = models.CharField(max_length=300, unique=True)
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    # The document's project, copied so that a filtered HNSW scan checks visibility on the row the
+    # index returns instead of looking up each candidate's document. Kept equal to it by the only
+    # two writers of a document's project: import and ``document_set_project``. Not indexed: no
+    # read selects chunks by project alone.
+    project = models.ForeignKey(
+        "accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     position = models.PositiveIntegerField()
     content = models.TextField()
     content_hash = models.CharField(max_length=64, db_index=True)

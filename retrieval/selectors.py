@@ -39,9 +39,9 @@ def document_visibility_q(*, actor: Actor, prefix: str = "") -> Q:
 
 def _chunks_in_reach(*, actor: Actor, project: Project | None) -> QuerySet[Chunk]:
     """The chunks the actor may read, within ``project`` and organisation-wide ones if set."""
-    qs = Chunk.objects.filter(document_visibility_q(actor=actor, prefix="document__"))
+    qs = Chunk.objects.filter(document_visibility_q(actor=actor))  # on the chunk's copy of its document's project
     if project is not None:
-        qs = qs.filter(Q(document__project=project) | Q(document__project__isnull=True))
+        qs = qs.filter(Q(project=project) | Q(project__isnull=True))
     return qs
 
 
@@ -299,7 +299,7 @@ def _candidates_exact_many(
     )
     project_of: dict[int, int | None] = {}
     for ids in _batched({pk for found in hits for pk, _ in found}):
-        project_of.update(Chunk.objects.filter(pk__in=ids).values_list("pk", "document__project_id"))
+        project_of.update(Chunk.objects.filter(pk__in=ids).values_list("pk", "project_id"))
     system = Actor.for_system()
     kept: list[list[tuple[int, float]]] = []
     for replay, found in zip(replays, hits, strict=True):
@@ -335,7 +335,7 @@ def _candidates_hnsw_many(
 ) -> list[tuple[list[tuple[int, float]], dict[int, list[WeightRow]]]]:
     """PostgreSQL: every search's nearest chunks (within its project and organisation-wide ones)
     and their active weights, in one statement: a lateral HNSW lookup per search vector."""
-    chunks, documents = Chunk._meta.db_table, Chunk._meta.get_field("document").related_model._meta.db_table
+    chunks = Chunk._meta.db_table
     weights = RetrievalWeight._meta.db_table
     # Composed only of table names; values are parameters.
     sql = (
@@ -344,8 +344,8 @@ def _candidates_hnsw_many(
         "AS t (i, v, project_id, n)) "
         "SELECT q.i, c.id, c.distance, w.scope, w.project_id, w.query_anchors, w.query_terms, w.min_similarity, "
         "w.multiplier FROM q CROSS JOIN LATERAL ("
-        f"SELECT ch.id, ch.embedding <#> q.v AS distance FROM {chunks} ch JOIN {documents} d ON d.id = ch.document_id "
-        "WHERE q.project_id IS NULL OR d.project_id = q.project_id OR d.project_id IS NULL "
+        f"SELECT ch.id, ch.embedding <#> q.v AS distance FROM {chunks} ch "
+        "WHERE q.project_id IS NULL OR ch.project_id = q.project_id OR ch.project_id IS NULL "
         "ORDER BY ch.embedding <#> q.v LIMIT q.n) c "
         f"LEFT JOIN LATERAL (SELECT * FROM {weights} w WHERE w.chunk_id = c.id AND w.status = %s "
         "AND (w.scope <> %s OR w.project_id = q.project_id) OFFSET 0) w ON true ORDER BY q.i, c.id, w.id"

@@ -116,6 +116,7 @@ def test_an_import_queues_one_attribution_job_that_attributes_and_queues_extract
     assert (job.status, job.result["outcome"]) == (JobStatus.SUCCEEDED, "attributed")
     document = Document.objects.get(pk="mail-1")
     assert document.project_id == projects["depot"].project_id
+    assert set(document.chunks.values_list("project_id", flat=True)) == {document.project_id}  # search follows
     event = FeedbackEvent.objects.get(event_family="attribution")
     assert (event.signal, event.subject_id, event.project_id) == ("accepted", "mail-1", document.project_id)
     assert event.after_snapshot["evidence"][0]["kind"] == "explicit_id"

@@ -9,7 +9,7 @@ from config.exceptions import AccessDenied, ApplicationError, Conflict
 from feedback.models import FeedbackEvent
 from intelligence.models import AttributionStatus, DocumentAttributionCandidate, SourceIntelligenceJob
 from intelligence.services.attribution_reviews import attribution_candidate_decide
-from retrieval.models import Document
+from retrieval.models import Chunk, Document
 from tests import factories
 from tests.access.test_matrix import database_state
 
@@ -25,6 +25,7 @@ def queue(world):
         for slug in ("harbour", "oak", "depot")
     }
     document = factories.DocumentFactory(id="mail-7", title="The dig: pumping")
+    factories.ChunkFactory(document=document)
     first = factories.DocumentAttributionCandidateFactory(document=document, target=targets["harbour"], score=0.6)
     second = factories.DocumentAttributionCandidateFactory(document=document, target=targets["oak"], score=0.4)
     return {"targets": targets, "document": document, "first": first, "second": second}
@@ -36,6 +37,7 @@ def test_approval_sets_the_project_closes_the_others_and_queues_extraction(world
     )
     assert decided.status == AttributionStatus.APPROVED
     assert Document.objects.get(pk="mail-7").project == queue["targets"]["harbour"].project
+    assert list(Chunk.objects.values_list("project", flat=True)) == [queue["targets"]["harbour"].project_id]
     queue["second"].refresh_from_db()
     assert queue["second"].status == AttributionStatus.REJECTED
     event = FeedbackEvent.objects.get(event_family="attribution")
@@ -55,6 +57,7 @@ def test_a_correction_moves_the_document_to_the_right_target_with_a_corrected_ev
     queue["first"].refresh_from_db()
     assert queue["first"].status == AttributionStatus.REJECTED
     assert Document.objects.get(pk="mail-7").project == depot.project
+    assert list(Chunk.objects.values_list("project", flat=True)) == [depot.project_id]
     assert not DocumentAttributionCandidate.objects.filter(status=AttributionStatus.CANDIDATE).exists()
     event = FeedbackEvent.objects.get(event_family="attribution")
     assert event.signal == "corrected"
@@ -65,6 +68,7 @@ def test_a_correction_moves_the_document_to_the_right_target_with_a_corrected_ev
 def test_a_rejection_leaves_the_document_and_the_other_candidates(world, queue):
     attribution_candidate_decide(actor=world.actor("admin"), candidate_id=queue["first"].pk, decision="reject")
     assert Document.objects.get(pk="mail-7").project is None
+    assert list(Chunk.objects.values_list("project", flat=True)) == [None]
     queue["second"].refresh_from_db()
     assert queue["second"].status == AttributionStatus.CANDIDATE
     assert FeedbackEvent.objects.get(event_family="attribution").signal == "negative"

@@ -55,7 +55,16 @@ def ranked_world(world):
         other = rng.standard_normal(384).astype(np.float32)
         other = _unit(other - (other @ query) * query)
         vector = _unit(similarity * query + np.sqrt(1 - similarity**2) * other)
-        chunks.append(Chunk(chunk_id=f"c{i}", document_id=f"d{i}", position=0, content="x", content_hash=str(i)))
+        chunks.append(
+            Chunk(
+                chunk_id=f"c{i}",
+                document_id=f"d{i}",
+                project=projects[i % 3],
+                position=0,
+                content="x",
+                content_hash=str(i),
+            )
+        )
         chunks[-1].embedding = vector
     Chunk.objects.bulk_create(chunks)
     index_module.bump_generation()
@@ -233,7 +242,9 @@ def test_exact_search_looks_past_the_chunks_the_reader_may_not_see(ranked_world)
     for i, similarity in enumerate(np.linspace(0.99, 0.9, 30)):
         other = rng.standard_normal(384).astype(np.float32)
         other = _unit(other - (other @ query) * query)
-        chunk = Chunk(chunk_id=f"z{i}", document_id="zeus-doc", position=i, content="x", content_hash=f"z{i}")
+        chunk = Chunk(
+            chunk_id=f"z{i}", document_id="zeus-doc", project=zeus, position=i, content="x", content_hash=f"z{i}"
+        )
         chunk.embedding = _unit(similarity * query + np.sqrt(1 - similarity**2) * other)
         chunk.save()
     index_module.bump_generation()

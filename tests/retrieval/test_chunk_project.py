@@ -1,0 +1,86 @@
+"""Each chunk carries its document's project (search filters on it): import, re-import into another
+project, attribution and review decisions keep the two equal, and the migration fills it in."""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from retrieval.models import Chunk, Document
+from retrieval.services import DocumentInput, document_set_project, documents_import
+from tests.factories import ProjectFactory
+
+A = "Flutter of aircraft wings couples bending and torsion at transonic speed."
+B = "Laminar boundary layers on flat plates undergo transition under pressure gradients."
+B2 = "Turbulent boundary layers on flat plates separate under adverse pressure gradients."
+
+
+@pytest.fixture(autouse=True)
+def _short_passages(settings):
+    settings.RETRIEVAL_CHUNK_CHARS = 100  # each paragraph its own passage
+
+
+def load(world, *paragraphs: str, project: str | None = None) -> None:
+    documents_import(
+        actor=world.actor("service"),
+        items=[DocumentInput(id="doc", title="Aero", raw_text="\n\n".join(paragraphs), project_slug=project)],
+    )
+
+
+def projects_of_chunks() -> list[int | None]:
+    return list(Chunk.objects.filter(document_id="doc").order_by("position").values_list("project_id", flat=True))
+
+
+def found_by(world, who: str, query: str) -> set[str]:
+    response = world.client(who).post("/api/v1/retrieval/search", {"query": query, "k": 5}, format="json")
+    assert response.status_code == 200, response.content
+    return {r["document_id"] for r in response.json()["results"]}
+
+
+def test_imported_chunks_carry_their_documents_project(world, embedder):
+    load(world, A, B, project="apollo")
+    assert projects_of_chunks() == [world.project.pk, world.project.pk]
+    assert found_by(world, "member", "wing flutter") == {"doc"}
+    assert found_by(world, "other", "wing flutter") == set()
+
+
+def test_a_reimport_into_another_project_moves_kept_and_new_chunks_alike(world, embedder):
+    load(world, A, B, project="apollo")
+    kept = Chunk.objects.get(document_id="doc", content=A).pk
+    load(world, A, B2)  # A's chunk is kept, B2's is new; the document is now organisation-wide
+    assert Chunk.objects.get(document_id="doc", content=A).pk == kept
+    assert projects_of_chunks() == [None, None]
+    assert found_by(world, "other", "wing flutter") == {"doc"}
+    load(world, A, B, project="apollo")  # and back into the project
+    assert projects_of_chunks() == [world.project.pk, world.project.pk]
+    assert found_by(world, "other", "wing flutter") == set()
+
+
+def test_setting_a_documents_project_moves_its_chunks_and_search_follows(world, embedder):
+    load(world, A, B)
+    zeus = ProjectFactory(slug="zeus")
+    assert found_by(world, "member", "wing flutter") == {"doc"}
+    document = Document.objects.get(pk="doc")
+    document_set_project(document=document, project_id=zeus.pk)
+    assert projects_of_chunks() == [zeus.pk, zeus.pk]
+    assert found_by(world, "member", "wing flutter") == set()  # a member of apollo, not of zeus
+    assert found_by(world, "admin", "wing flutter") == {"doc"}
+    document_set_project(document=document, project_id=world.project.pk)
+    assert projects_of_chunks() == [world.project.pk, world.project.pk]
+    assert found_by(world, "member", "wing flutter") == {"doc"}
+    assert found_by(world, "other", "wing flutter") == set()
+
+
+def test_the_migration_gives_existing_chunks_their_documents_project(world, embedder):
+    migration = importlib.import_module("retrieval.migrations.0015_chunk_project")
+    load(world, A, B, project="apollo")
+    documents_import(actor=world.actor("service"), items=[DocumentInput(id="open", title="Open", raw_text=B2)])
+    Chunk.objects.update(project=None)  # as chunks were before the column
+    state = MigrationExecutor(connection).loader.project_state(("retrieval", "0015_chunk_project"))
+    migration.chunks_take_their_documents_project(state.apps, SimpleNamespace(connection=connection))
+    assert projects_of_chunks() == [world.project.pk, world.project.pk]
+    assert list(Chunk.objects.filter(document_id="open").values_list("project_id", flat=True)) == [None]
