@@ -50,11 +50,18 @@ class Chunk(models.Model):
     chunk_id = models.CharField(max_length=300, unique=True)
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     # The document's project, copied so that a filtered HNSW scan checks visibility on the row the
-    # index returns instead of looking up each candidate's document. Kept equal to it by the only
-    # two writers of a document's project: import and ``document_set_project``. Not indexed: no
-    # read selects chunks by project alone.
+    # index returns instead of looking up each candidate's document. The database keeps it equal to
+    # the document's, whoever writes (triggers, migration 0015): code never sets it. No constraint or
+    # index of its own: the document's foreign key guards the value, and no read selects by it alone.
     project = models.ForeignKey(
-        "accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
+        "accounts.Project",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.DO_NOTHING,  # a project's documents, and so their chunks, go with it
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
     )
     position = models.PositiveIntegerField()
     content = models.TextField()

@@ -225,9 +225,8 @@ def _documents_store(
     inserts: list[Chunk] = []
     stored_ids: list[str] = []
     for item, content_hash, passages in sorted(changed, key=lambda change: change[0].id):
-        current = Document.objects.select_for_update().filter(pk=item.id).values_list("content_hash", "project_id")
-        before = current.first()
-        if before is not None and before[0] == content_hash:
+        current = Document.objects.select_for_update().filter(pk=item.id).values_list("content_hash", flat=True)
+        if current.first() == content_hash:
             report.unchanged += 1  # a concurrent import stored this very text meanwhile
             continue
         document, created = Document.objects.update_or_create(
@@ -249,8 +248,6 @@ def _documents_store(
         report.created += created
         report.updated += not created
         stored_ids.append(document.pk)
-        if before is not None and before[1] != document.project_id:  # its kept chunks follow it
-            Chunk.objects.filter(document=document).update(project_id=document.project_id)
         stored = [
             StoredPassage(*row)
             for row in Chunk.objects.filter(document=document).values_list("pk", "position", "content_hash", "chunk_id")
@@ -275,7 +272,6 @@ def _documents_store(
                 Chunk(
                     chunk_id=_new_chunk_id(document.pk, position, taken),
                     document=document,
-                    project_id=document.project_id,
                     position=position,
                     content=passage,
                     content_hash=hashes[position],
@@ -682,11 +678,7 @@ def project_settings_set(
 
 def document_set_project(*, document: Document, project_id: int | None) -> Document:
     """Set the project a document belongs to (attribution, or a reviewer's decision): its search
-    visibility follows, its chunks carrying the same project. The caller holds the document's row
-    lock (an import of the same document waits on it)."""
-    changed = document.project_id != project_id
+    visibility follows. The caller holds the document's row lock."""
     document.project_id = project_id
     document.save(update_fields=["project", "updated_at"])
-    if changed:
-        Chunk.objects.filter(document=document).update(project_id=project_id)
     return document

@@ -306,7 +306,6 @@ class ChunkFactory(factory.django.DjangoModelFactory):
         model = Chunk
 
     document = factory.SubFactory(DocumentFactory)
-    project = factory.SelfAttribute("document.project")  # as import sets it
     position = 0
     chunk_id = factory.LazyAttribute(lambda c: f"{c.document.id}#{c.position}")
     content = factory.SelfAttribute("document.raw_text")

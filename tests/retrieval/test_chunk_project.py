@@ -1,5 +1,6 @@
-"""Each chunk carries its document's project (search filters on it): import, re-import into another
-project, attribution and review decisions keep the two equal, and the migration fills it in."""
+"""Each chunk carries its document's project (search filters on it), kept by the database: import,
+re-import into another project, attribution, review decisions and raw SQL all leave the two equal,
+and the migration fills it in."""
 
 from __future__ import annotations
 
@@ -75,12 +76,38 @@ def test_setting_a_documents_project_moves_its_chunks_and_search_follows(world, 
     assert found_by(world, "other", "wing flutter") == set()
 
 
+def test_the_database_keeps_the_copy_whoever_writes(world, embedder):
+    load(world, A, B, project="apollo")
+    zeus = ProjectFactory(slug="zeus")
+    with connection.cursor() as cursor:  # not through the services: raw SQL, as another client would
+        cursor.execute("UPDATE document_metadata SET project_id = %s WHERE id = 'doc'", [zeus.pk])
+    assert projects_of_chunks() == [zeus.pk, zeus.pk]
+    Chunk.objects.filter(document_id="doc").update(project=world.project)  # a chunk cannot leave its document
+    assert projects_of_chunks() == [zeus.pk, zeus.pk]
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE document_chunks SET project_id = NULL WHERE document_id = 'doc'")
+    assert projects_of_chunks() == [zeus.pk, zeus.pk]
+    assert found_by(world, "other", "wing flutter") == set()
+
+
+def _triggers_off() -> None:
+    """As chunks were before migration 0015 (the test's transaction puts the triggers back)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred check may be pending at an ALTER
+            cursor.execute("ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_project")
+        else:
+            cursor.execute("DROP TRIGGER document_chunks_project_update")
+
+
 def test_the_migration_gives_existing_chunks_their_documents_project(world, embedder):
-    migration = importlib.import_module("retrieval.migrations.0015_chunk_project")
+    migration = importlib.import_module("retrieval.migrations.0016_chunk_project_backfill")
     load(world, A, B, project="apollo")
     documents_import(actor=world.actor("service"), items=[DocumentInput(id="open", title="Open", raw_text=B2)])
-    Chunk.objects.update(project=None)  # as chunks were before the column
-    state = MigrationExecutor(connection).loader.project_state(("retrieval", "0015_chunk_project"))
+    _triggers_off()
+    Chunk.objects.update(project=None)
+    assert projects_of_chunks() == [None, None]
+    state = MigrationExecutor(connection).loader.project_state(("retrieval", "0016_chunk_project_backfill"))
     migration.chunks_take_their_documents_project(state.apps, SimpleNamespace(connection=connection))
     assert projects_of_chunks() == [world.project.pk, world.project.pk]
     assert list(Chunk.objects.filter(document_id="open").values_list("project_id", flat=True)) == [None]
