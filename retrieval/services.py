@@ -90,6 +90,19 @@ def _may_import(actor: Actor, slugs: set[str | None], projects: dict[str, Projec
         raise AccessDenied(f"You are not an admin of project {sorted(missing)[0]!r}.", field="project")
 
 
+def _may_replace(actor: Actor, stored: list[tuple[str, str, str | None]], *, checked: set[str | None]) -> None:
+    """Replacing a stored document takes the right to import where it is now (its project, or
+    organisation-wide), not only where it goes: else an admin of one project could overwrite, and
+    take, another project's document by naming its id. The refusal does not say where it is."""
+    held = {slug for _, _, slug in stored} - checked
+    for slug in sorted(held, key=lambda s: s or ""):
+        try:
+            _may_import(actor, {slug}, {p.slug: p for p in Project.objects.filter(slug=slug)} if slug else {})
+        except AccessDenied:
+            pk = min(pk for pk, _, where in stored if where == slug)
+            raise AccessDenied(f"Document {pk!r} exists and you may not replace it.", field="id") from None
+
+
 @dataclass(frozen=True)
 class StoredPassage:
     """A chunk row as re-import sees it (no text, no embedding)."""
@@ -153,7 +166,9 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     report = ImportReport()
     latest = {item.id: item for item in items}  # a document named twice in one batch: the last wins
     report.unchanged += len(items) - len(latest)
-    existing = dict(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash"))
+    stored = list(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash", "project__slug"))
+    _may_replace(actor, stored, checked=slugs)
+    existing = {pk: content_hash for pk, content_hash, _ in stored}
     changed: list[tuple[DocumentInput, str, list[str]]] = []
     for item in latest.values():
         content_hash = digest(item.title, item.raw_text)

@@ -7,8 +7,10 @@ import json
 
 import pytest
 from django.core.management import call_command
+from rest_framework.test import APIClient
 
-from accounts.models import ProjectMembership
+from accounts.models import ApiKey, ProjectMembership
+from accounts.services import api_key_create
 from core.embeddings import OpenAIEmbedder, get_embedder
 from feedback.models import FeedbackEvent
 from retrieval import index as index_module
@@ -17,6 +19,8 @@ from retrieval.models import Chunk, Document, IndexGeneration, RetrievalFeedback
 from retrieval.scope import query_terms
 from retrieval.selectors import rank_chunks
 from retrieval.services import DocumentInput, documents_import
+from tests.access.test_matrix import database_state
+from tests.factories import ProjectFactory
 from tests.learning.fake_openai import FakeOpenAI
 
 DOCS = [
@@ -238,6 +242,33 @@ def test_a_project_admin_imports_into_their_project(world, embedder):
         world.client("owner").post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json").json()["created"]
         == 1
     )
+
+
+@pytest.mark.parametrize("where", [None, "zeus"])
+def test_a_project_admin_may_not_replace_a_document_held_elsewhere(world, embedder, where):
+    """Naming an existing document's id replaces it (and moved it): only for who may import where it is."""
+    ProjectMembership.objects.filter(user=world.owner).update(role="admin")
+    zeus = ProjectFactory(slug="zeus")
+    _, raw = api_key_create(owner=world.admin, name="apollo only", kind=ApiKey.Kind.SERVICE, projects=[world.project])
+    documents_import(
+        actor=world.actor("admin"),
+        items=[
+            DocumentInput(id="held", raw_text="Secret terms.", project_slug=where),
+            DocumentInput(id="mine", raw_text="Ours.", project_slug="apollo"),
+        ],
+    )
+    before = database_state()
+    for client in (world.client("owner"), APIClient(HTTP_AUTHORIZATION=f"Bearer {raw}")):
+        doc = {"id": "held", "raw_text": "Overwritten.", "project": "apollo"}
+        response = client.post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
+        assert response.status_code == 403, response.content
+        assert response.json()["error"]["fields"] == {"id": ["Document 'held' exists and you may not replace it."]}
+        assert "zeus" not in response.content.decode()
+    assert database_state() == before
+    assert Document.objects.get(pk="held").project == (zeus if where else None)
+    doc = {"id": "mine", "raw_text": "Ours, edited.", "project": "apollo"}  # its own project's: allowed
+    response = world.client("owner").post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
+    assert response.json()["updated"] == 1
 
 
 @pytest.mark.parametrize(
