@@ -90,7 +90,7 @@ def _may_import(actor: Actor, slugs: set[str | None], projects: dict[str, Projec
         raise AccessDenied(f"You are not an admin of project {sorted(missing)[0]!r}.", field="project")
 
 
-def _may_replace(actor: Actor, stored: list[tuple[str, str, str | None]], *, checked: set[str | None]) -> None:
+def _may_replace(actor: Actor, stored: Sequence[tuple[str, str, str | None]], *, checked: set[str | None]) -> None:
     """Replacing a stored document takes the right to import where it is now (its project, or
     organisation-wide), not only where it goes: else an admin of one project could overwrite, and
     take, another project's document by naming its id. The refusal does not say where it is."""
