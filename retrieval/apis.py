@@ -21,7 +21,14 @@ class DocumentInputSerializer(StrictInputSerializer):
     id = StrictCharField(max_length=255)
     raw_text = StrictCharField(max_length=2_000_000, trim_whitespace=False)
     title = StrictCharField(required=False, allow_blank=True, max_length=500)
-    project = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=100)
+    project = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=100,
+        help_text="slug of the project the document belongs to; left out (or null) on a re-import, the "
+        "document keeps the project it has (imported into, attributed or reviewed since); another slug moves it",
+    )
     source_type = StrictCharField(required=False, max_length=50, default="text")
     source_system = StrictCharField(required=False, allow_blank=True, max_length=100, default="")
     url = StrictCharField(required=False, allow_blank=True, max_length=1000, default="")
@@ -61,7 +68,8 @@ class DocumentImportApi(APIView):
         description="Up to 500 documents per request, each by its own `id` (a re-import of the same id "
         "updates it). Text is chunked by paragraph; a passage already embedded anywhere is not embedded "
         "again, and a re-imported document keeps every unchanged passage with its chunk id, weights and "
-        "traces. Staff admins and service keys import anywhere; a project's admins into their project.",
+        "traces. A re-import without `project` keeps the document's project; naming another project moves it. "
+        "Staff admins and service keys import anywhere; a project's admins into their project.",
         examples=[
             OpenApiExample(
                 "One document",

@@ -95,12 +95,19 @@ def _may_replace(actor: Actor, stored: Sequence[tuple[str, str, str | None]], *,
     organisation-wide), not only where it goes: else an admin of one project could overwrite, and
     take, another project's document by naming its id. The refusal does not say where it is."""
     held = {slug for _, _, slug in stored} - checked
-    for slug in sorted(held, key=lambda s: s or ""):
-        try:
-            _may_import(actor, {slug}, {p.slug: p for p in Project.objects.filter(slug=slug)} if slug else {})
-        except AccessDenied:
-            pk = min(pk for pk, _, where in stored if where == slug)
-            raise AccessDenied(f"Document {pk!r} exists and you may not replace it.", field="id") from None
+    if not held:
+        return
+    projects = {p.slug: p for p in Project.objects.filter(slug__in=[s for s in held if s])}
+    try:
+        _may_import(actor, held, projects)
+    except AccessDenied:
+        for slug in sorted(held, key=lambda s: s or ""):  # which one: only on the way to a refusal
+            try:
+                _may_import(actor, {slug}, projects)
+            except AccessDenied:
+                pk = min(pk for pk, _, where in stored if where == slug)
+                raise AccessDenied(f"Document {pk!r} exists and you may not replace it.", field="id") from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -168,11 +175,11 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     report.unchanged += len(items) - len(latest)
     stored = list(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash", "project__slug"))
     _may_replace(actor, stored, checked=slugs)
-    existing = {pk: content_hash for pk, content_hash, _ in stored}
+    existing = {pk: (content_hash, slug) for pk, content_hash, slug in stored}
     changed: list[tuple[DocumentInput, str, list[str]]] = []
     for item in latest.values():
         content_hash = digest(item.title, item.raw_text)
-        if existing.get(item.id) == content_hash:
+        if _same(existing.get(item.id), content_hash, item.project_slug):
             report.unchanged += 1
         else:
             passages = chunk_text(item.raw_text, max_chars=retrieval_settings.RETRIEVAL_CHUNK_CHARS)
@@ -210,6 +217,13 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     return atomic_retrying_deadlocks(write)
 
 
+def _same(held: tuple[str, str | None] | None, content_hash: str, project: str | None) -> bool:
+    """Whether a stored document (its content hash and project) is what the import asks for. An
+    import that names no project leaves the document where it is: a connector re-syncing a document
+    does not know the project attribution or a reviewer gave it since."""
+    return held is not None and held[0] == content_hash and (project is None or project == held[1])
+
+
 def _embeddings_by_hash(hashes: set[str]) -> dict[str, np.ndarray | bytes]:
     """Embeddings already stored for these passage hashes (one per hash: equal passages, equal vectors)."""
     found: dict[str, np.ndarray | bytes] = {}
@@ -240,14 +254,21 @@ def _documents_store(
     inserts: list[Chunk] = []
     stored_ids: list[str] = []
     for item, content_hash, passages in sorted(changed, key=lambda change: change[0].id):
-        current = Document.objects.select_for_update().filter(pk=item.id).values_list("content_hash", flat=True)
-        if current.first() == content_hash:
-            report.unchanged += 1  # a concurrent import stored this very text meanwhile
+        current = (
+            Document.objects.select_for_update(of=("self",))
+            .filter(pk=item.id)
+            .values_list("content_hash", "project__slug", "project_id")
+            .first()
+        )
+        if _same(current[:2] if current else None, content_hash, item.project_slug):
+            report.unchanged += 1  # a concurrent import stored this very document meanwhile
             continue
+        # Not named: where it is now (organisation-wide when new).
+        project_id = projects[item.project_slug].pk if item.project_slug else (current[2] if current else None)
         document, created = Document.objects.update_or_create(
             pk=item.id,
             defaults={
-                "project": projects.get(item.project_slug) if item.project_slug else None,
+                "project_id": project_id,
                 "source_type": item.source_type,
                 "source_system": item.source_system,
                 "title": item.title[:500],

@@ -51,14 +51,52 @@ def test_imported_chunks_carry_their_documents_project(world, embedder):
 
 def test_a_reimport_into_another_project_moves_kept_and_new_chunks_alike(world, embedder):
     load(world, A, B, project="apollo")
+    zeus = ProjectFactory(slug="zeus")
     kept = Chunk.objects.get(document_id="doc", content=A).pk
-    load(world, A, B2)  # A's chunk is kept, B2's is new; the document is now organisation-wide
+    load(world, A, B2, project="zeus")  # A's chunk is kept, B2's is new
     assert Chunk.objects.get(document_id="doc", content=A).pk == kept
-    assert projects_of_chunks() == [None, None]
-    assert found_by(world, "other", "wing flutter") == {"doc"}
+    assert projects_of_chunks() == [zeus.pk, zeus.pk]
+    assert found_by(world, "member", "wing flutter") == set()  # a member of apollo, not of zeus
     load(world, A, B, project="apollo")  # and back into the project
     assert projects_of_chunks() == [world.project.pk, world.project.pk]
+    assert found_by(world, "member", "wing flutter") == {"doc"}
     assert found_by(world, "other", "wing flutter") == set()
+
+
+def test_a_reimport_without_a_project_keeps_the_documents_project(world, embedder):
+    """A connector re-syncing a changed document does not know its project: the document stays
+    where it is (imported there, or attributed there since), never organisation-wide."""
+    load(world, A, B, project="apollo")
+    load(world, A, B2)
+    assert Document.objects.get(pk="doc").project == world.project
+    assert projects_of_chunks() == [world.project.pk, world.project.pk]
+    assert found_by(world, "other", "wing flutter") == set()
+    zeus = ProjectFactory(slug="zeus")
+    document_set_project(document=Document.objects.get(pk="doc"), project_id=zeus.pk)  # as attribution does
+    load(world, A, B)
+    assert Document.objects.get(pk="doc").project == zeus
+    assert found_by(world, "other", "wing flutter") == set()
+    assert found_by(world, "member", "wing flutter") == set()
+
+
+def test_an_unchanged_text_named_with_another_project_moves_there(world, embedder):
+    load(world, A, B, project="apollo")
+    zeus = ProjectFactory(slug="zeus")
+    chunks = list(Chunk.objects.filter(document_id="doc").order_by("position").values_list("pk", flat=True))
+    report = documents_import(
+        actor=world.actor("service"),
+        items=[DocumentInput(id="doc", title="Aero", raw_text=f"{A}\n\n{B}", project_slug="zeus")],
+    )
+    assert (report.updated, report.unchanged, report.chunks_embedded, report.chunks_kept) == (1, 0, 0, 2)
+    assert Document.objects.get(pk="doc").project == zeus
+    assert list(Chunk.objects.filter(document_id="doc").order_by("position").values_list("pk", flat=True)) == chunks
+    assert projects_of_chunks() == [zeus.pk, zeus.pk]
+    assert found_by(world, "member", "wing flutter") == set()
+    report = documents_import(  # the same text without a project: nothing to do
+        actor=world.actor("service"), items=[DocumentInput(id="doc", title="Aero", raw_text=f"{A}\n\n{B}")]
+    )
+    assert (report.updated, report.unchanged) == (0, 1)
+    assert Document.objects.get(pk="doc").project == zeus
 
 
 def test_setting_a_documents_project_moves_its_chunks_and_search_follows(world, embedder):
