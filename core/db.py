@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, connection, models, transaction
 
 T = TypeVar("T")
 # Rows per INSERT where every value is a parameter (SQLite allows 32,766 parameters a statement).
@@ -76,3 +76,63 @@ def rows_insert(
                 f"INSERT INTO {table} ({names}) VALUES {', '.join([row_sql] * len(batch))} {suffix}",  # noqa: S608
                 [value for row in batch for value in row],
             )
+
+
+def insert_with_children(
+    *,
+    parent: models.Model,
+    children: Sequence[models.Model],
+    link: str,
+    varying: Sequence[str],
+) -> None:
+    """INSERT ``parent`` and its ``children`` (unsaved instances whose ForeignKey ``link`` points at
+    it) in one statement on PostgreSQL: one round trip, and none of Django's per-row work in
+    ``bulk_create`` (search writes a trace and its k results on every request: a trace of 10
+    results took 5.7 ms at p50 through save and bulk_create, 4.1 ms so, alternated in one
+    process at 100,000 chunks). Children's fields named in ``varying`` travel as one array each;
+    every other field is taken from the first child (the caller's promise: equal in all of them),
+    defaults and ``auto_now`` included. Rows are inserted in the order given (foreign-key row
+    locks are taken in that order). Elsewhere, or without children: ``save()`` and
+    ``bulk_create``."""
+    if connection.vendor != "postgresql" or not children:
+        parent.save(force_insert=True)
+        for child in children:
+            setattr(child, link, parent)
+        if children:
+            type(children[0])._default_manager.bulk_create(children)
+        return
+    first = children[0]
+    parent_fields = [f for f in parent._meta.concrete_fields if not f.generated]
+    params = [f.get_db_prep_save(f.pre_save(parent, add=True), connection) for f in parent_fields]
+    link_column = str(first._meta.get_field(link).column)  # type: ignore[union-attr]
+    child_fields = [
+        f
+        for f in first._meta.concrete_fields
+        if not f.generated and not (f.primary_key and f.db_returning) and f.column != link_column
+    ]
+    selected, arrays = [], []
+    for f in child_fields:
+        if f.name in varying:
+            selected.append(f"r.{connection.ops.quote_name(str(f.column))}")
+            arrays.append(f)
+        else:
+            selected.append(f"%s::{f.db_type(connection)}")
+            params.append(f.get_db_prep_save(f.pre_save(first, add=True), connection))
+    params.extend([f.get_db_prep_save(getattr(child, f.attname), connection) for child in children] for f in arrays)
+    q = connection.ops.quote_name
+    pk = q(str(parent._meta.pk.column))
+    parent_columns = ", ".join(q(str(f.column)) for f in parent_fields)
+    child_columns = ", ".join(q(str(f.column)) for f in child_fields)
+    array_columns = ", ".join(q(str(f.column)) for f in arrays)
+    # Table and column names and types are the models' own; every value is a parameter.
+    sql = (
+        f"WITH parent AS (INSERT INTO {q(parent._meta.db_table)} ({parent_columns}) "  # noqa: S608
+        f"VALUES ({', '.join(['%s'] * len(parent_fields))}) RETURNING {pk}) "
+        f"INSERT INTO {q(first._meta.db_table)} ({q(link_column)}, {child_columns}) "
+        f"SELECT parent.{pk}, {', '.join(selected)} FROM parent, "
+        f"unnest({', '.join(f'%s::{f.db_type(connection)}[]' for f in arrays)}) "
+        f"WITH ORDINALITY AS r({array_columns}, n) ORDER BY r.n"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    parent._state.adding = False

@@ -53,7 +53,8 @@ def chunks_visible(*, actor: Actor, project: Project | None, chunk_ids: list[int
 
 def chunks_for_display(*, chunk_ids: list[int]) -> dict[int, Chunk]:
     """The chunks search returns, with their documents' titles and addresses (not their texts)."""
-    return Chunk.objects.select_related("document").defer("embedding", "document__raw_text").in_bulk(chunk_ids)
+    fields = ("chunk_id", "document_id", "position", "content", "document__title", "document__url")
+    return Chunk.objects.select_related("document").only(*fields).in_bulk(chunk_ids)
 
 
 def trace_get(*, actor: Actor, trace_id: str) -> RetrievalQuery | None:

@@ -17,7 +17,7 @@ from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
 from accounts.selectors import actor_may_use_project
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
-from core.db import atomic_retrying_deadlocks
+from core.db import atomic_retrying_deadlocks, insert_with_children
 from core.embeddings import get_embedder
 from core.text import digest
 from feedback.models import EventFamily, Signal
@@ -459,47 +459,51 @@ def search(
         for rank, (hit, natural_rank, explored) in enumerate(page, start=1)
     ]
 
-    def record() -> RetrievalQuery:
-        trace = RetrievalQuery.objects.create(
+    trace = RetrievalQuery(
+        user=actor.user,
+        project=project,
+        tool_name=tool_name[:100],
+        session_id=session_id[:255],
+        target_id=target_id[:255],
+        query_text=query,
+        embedding=vector,
+        k=k,
+        exploration_share=exploring.share,
+        explored=exploring.explored,
+        exploration_seed=exploring.seed,
+        exploration_first=exploring.first if exploring.explored else None,
+        exploration_pool=exploring.pool if exploring.explored else None,
+    )
+    results = [
+        RetrievalFeedback(
             user=actor.user,
             project=project,
-            tool_name=tool_name[:100],
-            session_id=session_id[:255],
             target_id=target_id[:255],
+            session_id=session_id[:255],
+            tool_name=tool_name[:100],
             query_text=query,
-            embedding=vector,
-            k=k,
-            exploration_share=exploring.share,
-            explored=exploring.explored,
-            exploration_seed=exploring.seed,
-            exploration_first=exploring.first if exploring.explored else None,
-            exploration_pool=exploring.pool if exploring.explored else None,
+            document_id=hit.chunk.document_id,
+            chunk_id=hit.chunk.pk,
+            rank=hit.rank,
+            score=hit.score,
+            weight=hit.weight,
+            natural_rank=hit.natural_rank,
+            explored=hit.explored,
         )
-        RetrievalFeedback.objects.bulk_create(
-            RetrievalFeedback(
-                trace=trace,
-                user=actor.user,
-                project=project,
-                target_id=target_id[:255],
-                session_id=session_id[:255],
-                tool_name=tool_name[:100],
-                query_text=query,
-                document_id=hit.chunk.document_id,
-                chunk=hit.chunk,
-                rank=hit.rank,
-                score=hit.score,
-                weight=hit.weight,
-                natural_rank=hit.natural_rank,
-                explored=hit.explored,
-            )
-            # One order for every writer: foreign-key row locks are taken in insertion order.
-            for hit in sorted(hits, key=lambda hit: (hit.chunk.document_id, hit.rank))
+        # One order for every writer: foreign-key row locks are taken in insertion order.
+        for hit in sorted(hits, key=lambda hit: (hit.chunk.document_id, hit.rank))
+    ]
+    # The trace and its results in one statement (PostgreSQL). A deadlock at COMMIT (the results'
+    # deferred foreign-key checks against a concurrent writer of the documents) is retried: the
+    # search itself succeeded and the trace must not be lost.
+    atomic_retrying_deadlocks(
+        lambda: insert_with_children(
+            parent=trace,
+            children=results,
+            link="trace",
+            varying=("document", "chunk", "rank", "score", "weight", "natural_rank", "explored"),
         )
-        return trace
-
-    # A deadlock at COMMIT (the results' deferred foreign-key checks against a concurrent writer of
-    # the documents) is retried: the search itself succeeded and the trace must not be lost.
-    trace = atomic_retrying_deadlocks(record)
+    )
     return SearchResult(trace_id=str(trace.pk), hits=hits)
 
 

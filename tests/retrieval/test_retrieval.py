@@ -7,6 +7,8 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from accounts.models import ApiKey, ProjectMembership
@@ -93,6 +95,53 @@ def test_search_ranks_traces_and_respects_projects(world, corpus):
     ]
     member = search(world.client("owner"), "Apollo launch campaign", k=2, project="apollo").json()
     assert member["results"][0]["document_id"] == "apollo-plan"
+
+
+def test_a_search_traces_every_result_as_the_orm_would_write_it(world, corpus):
+    """The trace and its k results are written in one statement on PostgreSQL: every column as the
+    model's own save would set it (defaults, timestamps, the project), in (document, rank) order."""
+    with CaptureQueriesContext(connection) as queries:
+        body = search(
+            world.client("owner"), "wing flutter campaign", k=4, project="apollo", tool_name="chat", session_id="s1"
+        ).json()
+    inserts = [q["sql"] for q in queries.captured_queries if "INSERT INTO" in q["sql"]]
+    assert len(inserts) == (1 if connection.vendor == "postgresql" else 2)
+    trace = RetrievalQuery.objects.get(pk=body["trace_id"])
+    assert (trace.user, trace.project, trace.k, trace.tool_name, trace.session_id) == (
+        world.owner,
+        world.project,
+        4,
+        "chat",
+        "s1",
+    )
+    assert trace.query_text == "wing flutter campaign"
+    assert trace.feedback_at is None
+    assert len(trace.embedding) == 384
+    rows = list(RetrievalFeedback.objects.filter(trace=trace).order_by("id"))
+    assert [(r.document_id, r.rank) for r in rows] == sorted((h["document_id"], h["rank"]) for h in body["results"])
+    for row, hit in zip(sorted(rows, key=lambda r: r.rank), body["results"], strict=True):
+        assert (row.chunk.chunk_id, row.score, row.weight, row.natural_rank) == (
+            hit["chunk_id"],
+            pytest.approx(hit["score"]),
+            hit["weight"],
+            hit["rank"],
+        )
+        assert (row.user, row.project, row.tool_name, row.session_id, row.query_text) == (
+            world.owner,
+            world.project,
+            "chat",
+            "s1",
+            "wing flutter campaign",
+        )
+        assert (row.outcome, row.metadata, row.cited, row.used_in_answer, row.explored) == (
+            "unknown",
+            {},
+            False,
+            False,
+            False,
+        )
+        assert abs(row.created_at - trace.created_at).total_seconds() < 5
+        assert abs(row.updated_at - row.created_at).total_seconds() < 5
 
 
 def test_a_new_document_is_searchable_at_once(world, corpus):
