@@ -67,7 +67,15 @@ MESSAGE_KEYS = {
     "hard_negative",
 }
 # Lines added after the first batch carry a ``source`` (see the data README); the first batch has none.
-SOURCES = {"issue10-item3", "issue10-questions", "issue10-batch4", "issue10-batch5", "issue10-batch6", "issue10-batch7"}
+SOURCES = {
+    "issue10-item3",
+    "issue10-questions",
+    "issue10-batch4",
+    "issue10-batch5",
+    "issue10-batch6",
+    "issue10-batch7",
+    "issue10-batch8",
+}
 MIN_PER_TYPE = {"preference": 150, "correction": 70, "pain_point": 70, "memory": 80, "none": 120}
 
 
