@@ -44,6 +44,38 @@ logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 PRECISIONS = ("auto", "float32", "bfloat16")
 BATCH = 64  # texts per forward pass
+# The transformer layer whose token states, averaged, the local analyzer reads beside the sentence
+# embedding (``embed_with_layer``). The sentence vector (the last layer, tuned for similarity) loses
+# how a message is said; an early layer keeps it: the analyzer's type macro-F1 under grouped CV went
+# 0.828 -> 0.856 with layer 3 (0.841 / 0.843 / 0.851 with layers 1 / 2 / 4, 0.837 with 5).
+ANALYSIS_LAYER = 3
+
+
+class _LayerTap:
+    """Keeps the output of the model's ``ANALYSIS_LAYER``-th transformer layer during a forward pass."""
+
+    def __init__(self, model: Any) -> None:
+        self.layer = model[0].auto_model.encoder.layer[ANALYSIS_LAYER - 1]
+        self.states: Any = None
+
+    def __enter__(self) -> _LayerTap:
+        self.handle = self.layer.register_forward_hook(self._keep)
+        return self
+
+    def _keep(self, module: Any, inputs: Any, output: Any) -> None:
+        self.states = output[0] if isinstance(output, tuple) else output
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.remove()
+
+    def mean(self, attention_mask: Any) -> Any:
+        """The layer's token states averaged over the real tokens (not the padding)."""
+        mask = attention_mask.unsqueeze(-1).to(self.states.dtype)
+        return (self.states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
 def native_bfloat16() -> bool:
@@ -135,6 +167,28 @@ class LocalEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
+    def embed_with_layer(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``embed(texts)`` and, from the same forward passes, each text's mean of the
+        ``ANALYSIS_LAYER``-th layer's token states (unit length): what the local analyzer reads."""
+        if not texts:
+            empty = np.zeros((0, self.dimensions), dtype=np.float32)
+            return empty, empty.copy()
+        if self.onnx is not None and len(texts) <= self.onnx_max_texts:
+            pairs = [
+                self.onnx.run_both(self.model.preprocess(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)
+            ]
+            return _unit(np.vstack([p[0] for p in pairs])), _unit(np.vstack([p[1] for p in pairs]))
+        import torch  # noqa: PLC0415 - already imported by the model
+
+        sentences, layers = [], []
+        with _lock, torch.inference_mode(), self._autocast():
+            for start in range(0, len(texts), BATCH):
+                features = self.model.preprocess(texts[start : start + BATCH])
+                with _LayerTap(self.model) as tap:
+                    sentences.append(self.model(features)["sentence_embedding"].float())
+                layers.append(tap.mean(features["attention_mask"]).float())
+        return _unit(torch.cat(sentences).numpy()), _unit(torch.cat(layers).numpy())
+
 
 # The library versions an exported file depends on (the graph is torch's export of this code's module chain).
 _EXPORT_LIBRARIES = ("torch", "transformers", "sentence-transformers", "onnx")
@@ -155,8 +209,13 @@ class OnnxModel:
         self.names = names
 
     def run(self, features: dict[str, Any]) -> np.ndarray:
+        return self.run_both(features)[0]
+
+    def run_both(self, features: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The sentence embeddings and the analysis layer's means (see ``LocalEmbedder.embed_with_layer``)."""
         inputs = {name: features[name].numpy() for name in self.names}
-        return np.asarray(self.session.run(None, inputs)[0], dtype=np.float32)
+        sentence, layer = self.session.run(None, inputs)
+        return np.asarray(sentence, dtype=np.float32), np.asarray(layer, dtype=np.float32)
 
     @classmethod
     def load_or_export(cls, model: Any, directory: Path, *, threads: int) -> OnnxModel:
@@ -174,12 +233,13 @@ class OnnxModel:
                     _export(model, names, path)
         onnx_model = cls(path, names, threads)
         features = model.preprocess(_EXPORT_CHECK_TEXTS)
-        with torch.inference_mode():
+        with torch.inference_mode(), _LayerTap(model) as tap:
             expected = model(features)["sentence_embedding"].float().numpy()
-        found = onnx_model.run(features)
-        cosines = (expected * found).sum(axis=1) / np.linalg.norm(expected, axis=1) / np.linalg.norm(found, axis=1)
-        if cosines.min() < _EXPORT_CHECK_MIN_COSINE:
-            raise ValueError(f"{path} disagrees with the torch model (cosine {cosines.min():.6f})")
+        expected_layer = tap.mean(features["attention_mask"]).float().numpy()
+        for want, found in zip((expected, expected_layer), onnx_model.run_both(features), strict=True):
+            cosines = (want * found).sum(axis=1) / np.linalg.norm(want, axis=1) / np.linalg.norm(found, axis=1)
+            if cosines.min() < _EXPORT_CHECK_MIN_COSINE:
+                raise ValueError(f"{path} disagrees with the torch model (cosine {cosines.min():.6f})")
         return onnx_model
 
 
@@ -192,6 +252,7 @@ def _export_digest(model: Any) -> str:
             digest.update(hashlib.file_digest(handle, "sha256").digest())
     for library in _EXPORT_LIBRARIES:
         digest.update(f"{library}={metadata.version(library)};".encode())
+    digest.update(f"outputs: sentence_embedding, layer {ANALYSIS_LAYER} mean;".encode())  # what the graph returns
     return digest.hexdigest()[:16]
 
 
@@ -204,8 +265,11 @@ def _export(model: Any, names: list[str], path: Path) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-            return self.model(dict(zip(names, tensors, strict=True)))["sentence_embedding"]
+        def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            features = dict(zip(names, tensors, strict=True))
+            with _LayerTap(self.model) as tap:
+                sentence = self.model(features)["sentence_embedding"]
+            return sentence, tap.mean(features["attention_mask"])
 
     features = model.preprocess(["an example sentence to trace the graph with", "a second one"])
     axes = {name: {0: "texts", 1: "tokens"} for name in names}
@@ -220,8 +284,8 @@ def _export(model: Any, names: list[str], path: Path) -> None:
             tuple(features[name] for name in names),
             str(partial),
             input_names=names,
-            output_names=["sentence_embedding"],
-            dynamic_axes={**axes, "sentence_embedding": {0: "texts"}},
+            output_names=["sentence_embedding", "layer_mean"],
+            dynamic_axes={**axes, "sentence_embedding": {0: "texts"}, "layer_mean": {0: "texts"}},
             opset_version=17,
             dynamo=False,
         )

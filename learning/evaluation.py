@@ -175,6 +175,20 @@ class CachedEmbedder:
         self.embedder = embedder
         self.dimensions = getattr(embedder, "dimensions", 384)
         self.cache: dict[str, np.ndarray] = {}
+        self.layers: dict[str, np.ndarray] = {}
+        if callable(getattr(embedder, "embed_with_layer", None)):  # as capable as what it wraps
+            self.embed_with_layer = self._embed_with_layer
+
+    def _embed_with_layer(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.layers]
+        if missing:
+            vectors, layers = self.embedder.embed_with_layer(missing)
+            self.cache.update(zip(missing, vectors, strict=True))
+            self.layers.update(zip(missing, layers, strict=True))
+        if not texts:
+            empty = np.zeros((0, self.dimensions), dtype=np.float32)
+            return empty, empty.copy()
+        return np.vstack([self.cache[t] for t in texts]), np.vstack([self.layers[t] for t in texts])
 
     def embed(self, texts: list[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self.cache]

@@ -356,12 +356,17 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     # Model work outside any transaction: one forward pass for the batch's messages, one for the
     # context turns no stored vector covers, one for the preferences found.
     embedder = get_embedder()
-    vectors = embedder.embed([m.content for m in messages])
+    # The local analyzer also reads an early layer of the same forward pass (when the model gives it).
+    embed_with_layer = getattr(embedder, "embed_with_layer", None)
+    if callable(embed_with_layer):
+        vectors, layers = embed_with_layer([m.content for m in messages])
+    else:
+        vectors, layers = embedder.embed([m.content for m in messages]), None
     categories = prompt_categories(vectors)
     patterns = {p.message_id: p for p in PromptPattern.objects.filter(message_id__in=[m.pk for m in messages])}
     items, similar_patterns, earlier = _inputs(messages, vectors, patterns)
     known = KnownVectors(embedder, _known_vectors(messages, vectors, earlier))
-    analyses = _analyses(items, vectors, known)
+    analyses = _analyses(items, vectors, known, layers)
     preference_vectors = _preference_vectors(messages, analyses, known)
 
     # Each message is applied in a short transaction of its own: what it teaches locks rows of its
@@ -454,12 +459,14 @@ def _known_vectors(messages: list[ChatMessage], vectors: np.ndarray, earlier: di
     return known
 
 
-def _analyses(items: list[AnalyzerInput], vectors: np.ndarray, known: KnownVectors) -> list[Analysis]:
+def _analyses(
+    items: list[AnalyzerInput], vectors: np.ndarray, known: KnownVectors, layers: np.ndarray | None
+) -> list[Analysis]:
     analyzer = get_analyzer()
     # The local analyzer takes the vectors just computed, and the known ones of the context, in one call.
     analyze_embedded = getattr(analyzer, "analyze_embedded", None)
     if analyze_embedded is not None:
-        return analyze_embedded(items, vectors, embedder=known)
+        return analyze_embedded(items, vectors, embedder=known, layers=layers)
     return [analyzer.analyze(item) for item in items]
 
 

@@ -14,7 +14,7 @@ CHAT = (
     (30, "alice", "could you keep your answers short please", ""),
     (29, "alice", "How do I reverse a list in Python?", "Use reversed(items) or items[::-1]."),
     (28, "bob", "I have two young kids, so I leave at four on Tuesdays", ""),
-    (27, "alice", "I'm a senior engineer, skip the basics", ""),
+    (27, "alice", "I'm a senior engineer, skip the basics in your answers", ""),
     (26, "alice", "Give me three names for a feature flag that hides the beta banner", "1. hide_beta_banner ..."),
     (24, "alice", "Our team's sprint demo is every second Thursday", ""),
     (23, "bob", "Write a status update for the data migration", "Status update: the data migration is on track. " * 6),

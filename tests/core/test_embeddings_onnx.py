@@ -55,6 +55,38 @@ def test_onnx_vectors_are_the_torch_models_own(local):
     np.testing.assert_allclose(local.onnx.run(local.model.preprocess(TEXTS)), _torch_float32(local, TEXTS), atol=1e-5)
 
 
+def _layer_means(model: LocalEmbedder, texts: list[str]) -> np.ndarray:
+    """The analysis layer's token states averaged over the real tokens, read through transformers' own
+    ``output_hidden_states`` (hidden_states[0] is the embedding layer, [n] the n-th transformer layer)."""
+    import torch  # noqa: PLC0415 - the session's model already loaded it
+
+    features = model.model.preprocess(texts)
+    with torch.inference_mode():
+        out = model.model[0].auto_model(
+            input_ids=features["input_ids"],
+            attention_mask=features["attention_mask"],
+            token_type_ids=features.get("token_type_ids"),
+            output_hidden_states=True,
+        )
+    mask = features["attention_mask"].unsqueeze(-1).float()
+    means = ((out.hidden_states[embeddings.ANALYSIS_LAYER] * mask).sum(1) / mask.sum(1)).numpy()
+    return means / np.linalg.norm(means, axis=1, keepdims=True)
+
+
+def test_the_analysis_layer_comes_from_the_same_pass_on_either_engine(local, monkeypatch):
+    vectors, layers = local.embed_with_layer(TEXTS)  # ONNX Runtime
+    np.testing.assert_allclose(vectors, local.embed(TEXTS), atol=1e-6)  # the sentence vectors unchanged
+    expected = _layer_means(local, TEXTS)
+    np.testing.assert_allclose(layers, expected, atol=1e-5)
+    assert np.abs((layers * vectors).sum(axis=1)).max() < 0.99  # another view of the text, not the same vector
+    monkeypatch.setattr(local, "onnx", None)  # torch
+    torch_vectors, torch_layers = local.embed_with_layer(TEXTS)
+    np.testing.assert_allclose(torch_vectors, vectors, atol=1e-5)
+    np.testing.assert_allclose(torch_layers, expected, atol=1e-5)
+    empty = local.embed_with_layer([])
+    assert empty[0].shape == empty[1].shape == (0, 384)
+
+
 def test_only_calls_of_few_texts_go_to_onnx_runtime(local, monkeypatch):
     monkeypatch.setattr(local, "onnx_max_texts", 2)
     calls = []
@@ -108,7 +140,12 @@ def test_a_broken_export_leaves_the_process_on_torch(local, tmp_path, settings, 
 def test_a_file_that_disagrees_with_the_weights_is_refused(local, tmp_path, monkeypatch):
     first = OnnxModel.load_or_export(local.model, tmp_path, threads=1)
     assert first is not None
-    monkeypatch.setattr(OnnxModel, "run", lambda self, features: np.ones((len(features["input_ids"]), 384)))
+
+    def wrong(self, features):
+        ones = np.ones((len(features["input_ids"]), 384), dtype=np.float32)
+        return ones, ones
+
+    monkeypatch.setattr(OnnxModel, "run_both", wrong)
     with pytest.raises(ValueError, match="disagrees with the torch model"):
         OnnxModel.load_or_export(local.model, tmp_path, threads=1)
 

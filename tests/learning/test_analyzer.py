@@ -470,3 +470,41 @@ def test_analyzer_eval_runs_one_sweep_at_a_time():
 
     with pytest.raises(CommandError, match="one sweep at a time"):
         call_command("analyzer_eval", store_sweep="0.8", standing_sweep="0.25")
+
+
+class _SentenceOnly:
+    """The session's model without its analysis layer, as a remote embedding backend would be."""
+
+    dimensions = 384
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.inner.embed(texts)
+
+
+def test_the_type_model_reads_the_analysis_layer_when_the_embedder_gives_it(analyzer):
+    """Fitted with the layer (the shipped model), the type model needs it; fitted with an embedder
+    that has none, it is fitted and reads without it: the same analyzer either way."""
+    from learning.analyzer.features import Turn  # noqa: PLC0415
+    from learning.analyzer.model import Embedded, embed_turns, fit_models, load_rows  # noqa: PLC0415
+
+    if not callable(getattr(analyzer.embedder, "embed_with_layer", None)):
+        pytest.skip("the local model only")
+    turns = [Turn("Always reply in French.", ""), Turn("No, the Tuesday one.", "I booked Monday.")]
+    embedded = embed_turns(analyzer.embedder, turns)
+    assert analyzer.models.uses_layer
+    assert embedded.layer is not None
+    assert embedded.layer.shape == embedded.text.shape
+    with pytest.raises(ValueError, match="analysis layer"):
+        analyzer.models.type_probabilities(turns, Embedded(text=embedded.text))
+    rows = load_rows()[::4]  # a quarter of the labelled lines: enough to fit, quick
+    plain = _SentenceOnly(analyzer.embedder)
+    models = fit_models(plain, rows, steering=analyzer.models.steering)
+    assert not models.uses_layer
+    assert embed_turns(plain, turns).layer is None
+    result = LocalAnalyzer(models=models, embedder=plain).analyze(
+        AnalyzerInput(current_message="Always reply in French.")
+    )
+    assert result.detected == "preference", result

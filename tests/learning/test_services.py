@@ -264,6 +264,10 @@ class _Counting:
     def embed_one(self, text):
         return self.embed([text])[0]
 
+    def embed_with_layer(self, texts):
+        self.texts += list(texts)
+        return self.inner.embed_with_layer(texts)
+
 
 def test_earlier_turns_are_read_with_their_stored_vectors(user, analyzer, monkeypatch, observe):
     observe(user, "What's the capital of Peru?")
