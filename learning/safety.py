@@ -102,9 +102,10 @@ CORPUS = _DIR / "steering_corpus.jsonl"
 # batch of lines the CV by wording flags 9/353 = 2.5 % at 0.55, so 0.60: 4/353 by technique; on 2026-12-06,
 # with the fifth batch and six role attempts of the form "from now on you are/answer as ...", 0.50 by technique
 # and 0.55 by wording, so 0.55 again; with the sixth batch, 0.50 by technique and 0.60 by wording, where the rule's
-# ordinary preferences include the hard negatives that are preferences: so 0.60). The rule sits on an edge that each
-# batch of lines moves: the attempts flagged differ by about three points between the two.
-STEERING_THRESHOLD = 0.60
+# ordinary preferences include the hard negatives that are preferences: so 0.60; on 2026-12-07, with the eighth
+# batch, 0.55 in both). The rule sits on an edge that each batch of lines moves: the attempts flagged differ by
+# about three points between the two.
+STEERING_THRESHOLD = 0.55
 PHRASE_WEIGHT = 1.0
 CUE_WEIGHT = 1.0
 EMBEDDING_WEIGHT = 1.0
