@@ -90,8 +90,8 @@ def insert_with_children(
     ``bulk_create`` (search writes a trace and its k results on every request: a trace of 10
     results took 5.7 ms at p50 through save and bulk_create, 4.1 ms so, alternated in one
     process at 100,000 chunks). Children's fields named in ``varying`` travel as one array each;
-    every other field is taken from the first child (the caller's promise: equal in all of them),
-    defaults and ``auto_now`` included. Rows are inserted in the order given (foreign-key row
+    every other field is taken from the first child (equal in all of them, else ValueError before
+    anything is written), defaults and ``auto_now`` included. Rows are inserted in the order given (foreign-key row
     locks are taken in that order). Elsewhere, or without children: ``save()`` and
     ``bulk_create``."""
     if connection.vendor != "postgresql" or not children:
@@ -117,7 +117,11 @@ def insert_with_children(
             arrays.append(f)
         else:
             selected.append(f"%s::{f.db_type(connection)}")
-            params.append(f.get_db_prep_save(f.pre_save(first, add=True), connection))
+            value = f.pre_save(first, add=True)
+            stamped = getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)  # set here, for all
+            if not stamped and any(getattr(child, f.attname) != value for child in children[1:]):
+                raise ValueError(f"{f.name} differs between the children: name it in varying.")
+            params.append(f.get_db_prep_save(value, connection))
     params.extend([f.get_db_prep_save(getattr(child, f.attname), connection) for child in children] for f in arrays)
     q = connection.ops.quote_name
     pk = q(str(parent._meta.pk.column))

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from django.db import OperationalError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Project
-from core.db import PARAMETERS_PER_STATEMENT, atomic_retrying_deadlocks, rows_insert
+from core.db import PARAMETERS_PER_STATEMENT, atomic_retrying_deadlocks, insert_with_children, rows_insert
 from promotions.models import RetrievalScanJudgement
-from retrieval.models import TraceRollup
+from retrieval.models import RetrievalFeedback, RetrievalQuery, TraceRollup
 from retrieval.rollups import COUNTS
 
 
@@ -124,3 +125,18 @@ def test_rows_insert_without_a_suffix_writes_json_text_and_empty_values_as_given
     assert stored["a"].terms == odd
     assert stored["a"].decisions == [{"chunk": 7, "note": odd}]
     assert (stored["b"].terms, stored["b"].decisions, stored["b"].groups) == ("", [], 0)
+
+
+@pytest.mark.django_db
+def test_insert_with_children_refuses_children_that_differ_outside_varying():
+    """A field not named in ``varying`` is written once for all children (PostgreSQL): children that
+    differ there would be written wrong, so they are refused before anything is written."""
+    if connection.vendor != "postgresql":
+        pytest.skip("elsewhere each child is written as it is (bulk_create)")
+    trace = RetrievalQuery(query_text="q", embedding=np.zeros(384, dtype=np.float32), k=2)
+    children = [
+        RetrievalFeedback(query_text=text, document_id="d", rank=rank, score=0.5) for rank, text in ((1, "q"), (2, "x"))
+    ]
+    with pytest.raises(ValueError, match="query_text differs"):
+        insert_with_children(parent=trace, children=children, link="trace", varying=("rank",))
+    assert not RetrievalQuery.objects.exists()
