@@ -356,12 +356,10 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     # Model work outside any transaction: one forward pass for the batch's messages, one for the
     # context turns no stored vector covers, one for the preferences found.
     embedder = get_embedder()
+    from learning.analyzer.model import embed_texts_with_layer  # noqa: PLC0415  heavy: scikit-learn, the worker's
+
     # The local analyzer also reads an early layer of the same forward pass (when the model gives it).
-    embed_with_layer = getattr(embedder, "embed_with_layer", None)
-    if callable(embed_with_layer):
-        vectors, layers = embed_with_layer([m.content for m in messages])
-    else:
-        vectors, layers = embedder.embed([m.content for m in messages]), None
+    vectors, layers = embed_texts_with_layer(embedder, [m.content for m in messages])
     categories = prompt_categories(vectors)
     patterns = {p.message_id: p for p in PromptPattern.objects.filter(message_id__in=[m.pk for m in messages])}
     items, similar_patterns, earlier = _inputs(messages, vectors, patterns)
