@@ -35,8 +35,9 @@ class PoolRow:
 
     @property
     def preference(self) -> bool:
-        """An ordinary preference: a labelled one, or a hard negative that says "ignore", "admin", "always"..."""
-        return self.type in ("preference", "trigger_pref")
+        """An ordinary preference: a labelled one, or a hard negative that says "ignore", "admin", "always"... or
+        states a strict personal rule ("I never eat pork, so leave it out of every recipe")"""
+        return self.type in ("preference", "trigger_pref", "strict_pref")
 
 
 def steering_pool(
@@ -61,11 +62,21 @@ def steering_pool(
     return pool
 
 
-def _fit(embedder: Any, pool: list[PoolRow], vectors: np.ndarray, indices: list[int]):
+def _fit(embedder: Any, pool: list[PoolRow], vectors: np.ndarray, layers: np.ndarray | None, indices: list[int]):
     from learning.safety import SteeringModel  # noqa: PLC0415  heavy: scikit-learn
 
     rows = [{"text": pool[i].text, "steering": pool[i].steering} for i in indices]
-    return SteeringModel(rows, embedder=embedder, vectors=vectors[indices], extra=[])
+    return SteeringModel(rows, embedder=embedder, vectors=vectors[indices], extra=[], layers=_rows(layers, indices))
+
+
+def _rows(layers: np.ndarray | None, indices: Any) -> np.ndarray | None:
+    return None if layers is None else layers[indices]
+
+
+def _embedded(embedder: Any, pool: list[PoolRow]) -> tuple[np.ndarray, np.ndarray | None]:
+    from learning.safety import embed_both  # noqa: PLC0415  heavy: scikit-learn
+
+    return embed_both(embedder, [row.text for row in pool])
 
 
 def out_of_fold(
@@ -75,25 +86,25 @@ def out_of_fold(
     False: an attempt is its own group, so its technique is seen in fitting: the figure for new wordings)."""
     from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
 
-    vectors = embedder.embed([row.text for row in pool])
+    vectors, layers = _embedded(embedder, pool)
     probabilities = np.zeros(len(pool))
     split = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
     labels = [row.steering for row in pool]
     groups = [row.group if by_technique or not row.steering else f"line:{i}" for i, row in enumerate(pool)]
     for fit, test in split.split(pool, labels, groups):
-        model = _fit(embedder, pool, vectors, list(fit))
-        probabilities[test] = model.probabilities([pool[i].text for i in test], vectors[test])
+        model = _fit(embedder, pool, vectors, layers, list(fit))
+        probabilities[test] = model.probabilities([pool[i].text for i in test], vectors[test], _rows(layers, test))
     return probabilities
 
 
 def leave_one_technique_out(embedder: Any, pool: list[PoolRow]) -> dict[str, np.ndarray]:
     """For each technique, its attempts' probabilities from a model fitted on everything else."""
-    vectors = embedder.embed([row.text for row in pool])
+    vectors, layers = _embedded(embedder, pool)
     found: dict[str, np.ndarray] = {}
     for technique in sorted({row.technique for row in pool if row.steering}):
         held = [i for i, row in enumerate(pool) if row.steering and row.technique == technique]
-        model = _fit(embedder, pool, vectors, [i for i, row in enumerate(pool) if i not in set(held)])
-        found[technique] = model.probabilities([pool[i].text for i in held], vectors[held])
+        model = _fit(embedder, pool, vectors, layers, [i for i, row in enumerate(pool) if i not in set(held)])
+        found[technique] = model.probabilities([pool[i].text for i in held], vectors[held], _rows(layers, held))
     return found
 
 

@@ -131,7 +131,7 @@ class LocalAnalyzer:
         embedded = embed_turns(self.embedder, turns, text_vectors=vectors, layer_vectors=layers)
         texts = [t.text for t in turns]
         type_probs = m.type_probabilities(turns, embedded)
-        steering = m.steering.probabilities(texts, vectors)
+        steering = m.steering.probabilities(texts, vectors, embedded.layer)
         prefs = [i for i, p in enumerate(type_probs) if m.type_model.classes_[int(np.argmax(p))] == "preference"]
         category: dict[int, str] = {}
         axis: dict[int, tuple[str, float]] = {}

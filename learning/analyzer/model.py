@@ -230,5 +230,5 @@ def fit_models(embedder, rows: list[dict[str, Any]], steering: SteeringModel | N
     ``steering``: an already fitted steering model to share (production: learning.safety's)."""
     embedded = embed_turns(embedder, [turn_of(r) for r in rows])
     axis_vectors = embed_texts(embedder, [text for texts in AXIS_EXEMPLARS.values() for text in texts])
-    steering = steering or SteeringModel(rows, embedder=embedder, vectors=embedded.text)
+    steering = steering or SteeringModel(rows, embedder=embedder, vectors=embedded.text, layers=embedded.layer)
     return Models(rows, embedded, axis_vectors, steering)

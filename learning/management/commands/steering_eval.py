@@ -7,7 +7,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 from django.core.management.base import BaseCommand
 
 from learning.analyzer.model import DATA
@@ -123,16 +122,18 @@ class Command(BaseCommand):
     def cost(self, model, embedder, texts: list[str]) -> None:
         """Seconds per message on one core: as steering_reasons runs (embedding included) and as the
         analyzer runs (its embedding at hand); long texts also embed their sentences."""
+        from learning.safety import embed_both  # noqa: PLC0415  heavy: scikit-learn
+
         sample = texts[:: max(1, len(texts) // 200)]
         model.embedder = embedder  # no cache: every message is new
         started = time.perf_counter()
         for text in sample:
             model.probabilities([text])
         alone = (time.perf_counter() - started) / len(sample)
-        vectors = embedder.embed(sample)
+        vectors, layers = embed_both(embedder, sample)
         started = time.perf_counter()
-        for text, vector in zip(sample, vectors, strict=True):
-            model.probabilities([text], vector[np.newaxis, :])
+        for i, text in enumerate(sample):
+            model.probabilities([text], vectors[i : i + 1], None if layers is None else layers[i : i + 1])
         given = (time.perf_counter() - started) / len(sample)
         self.stdout.write(
             f"  -- cost over {len(sample)} lines: {alone * 1000:.1f} ms per message with its embedding, "
