@@ -59,7 +59,7 @@ _MIND = re.compile(
     re.IGNORECASE,
 )
 _STANDING = re.compile(
-    r"\b(always|never|whenever|every|from now on|going forward|in future|by default|don't|do not|stop|avoid|"
+    r"\b(always|never|whenever|every\b|from now on|going forward|in future|by default|don't|do not|stop|avoid|"
     r"prefer|rather|instead of|not\b|no\b|use|call me|address me)",
     re.IGNORECASE,
 )
@@ -67,6 +67,18 @@ _FILLER = re.compile(
     r"^(?:thanks?|thank you|cheers|privacy thing|anyway\b.*|sorry\b.*|mind if i ask[^?]*\?|just so you know)[.!]*$",
     re.IGNORECASE,
 )
+
+
+# A sentence whose request points back at what the one before it said ("So whenever you do a price
+# breakdown, do it that way."): stored alone it says nothing of what is asked.
+_REFERS_BACK = re.compile(
+    r"\b(?:(?:that|this|the same|the above) (?:way|format|layout|style|order|structure|setup)|"
+    r"like (?:that|this|above)|as (?:above|described|explained)|(?:do|does|doing) (?:that|this))\b",
+    re.IGNORECASE,
+)
+# Where the sentence before it breaks into parts, the last part holds what is referred to ("Sorry for the
+# wall of text: the client wants prices ex-GST.").
+_LAST_PART = re.compile(r".*[:;\u2014]\s+")
 
 
 def _tidy(text: str) -> str:
@@ -80,13 +92,19 @@ def _tidy(text: str) -> str:
 
 def instruction(text: str) -> str:
     """The standing instruction in the user's words (see the module docstring)."""
-    sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s and s.strip()]
-    sentences = [s for s in sentences if not _FILLER.match(s.strip())] or sentences or [text.strip()]
+    written = [s.strip() for s in _SENTENCE.split(text.strip()) if s and s.strip()]
+    sentences = [s for s in written if not _FILLER.match(s.strip())] or written or [text.strip()]
     if len(sentences) > 1 and len(text.split()) > SHORT_MESSAGE_WORDS:
         # The sentence that asks for something standing; the others are reasons and small talk.
-        chosen = max(sentences, key=lambda s: (bool(_STANDING.search(s)), -sentences.index(s)))
+        first = max(sentences, key=lambda s: (bool(_STANDING.search(s)), -sentences.index(s)))
+        chosen = first
     else:
+        first = sentences[0]
         chosen = " ".join(_strip(s) if i == 0 else s for i, s in enumerate(sentences))
+    at = written.index(first) if first in written else 0
+    if at and _REFERS_BACK.search(first):  # with what it refers to, also when that was set aside as small talk
+        request = _strip(chosen)
+        chosen = f"{_tidy(_LAST_PART.sub('', written[at - 1]))} {request[:1].upper()}{request[1:]}"
     result = _ENCLOSED.sub(",", _ANYWHERE.sub(",", chosen))
     for _ in range(3):  # lead-ins stack: "Hey, from now on, could you please ..."
         stripped = _imperative(_ASK_LEAD.sub("", _LEAD_IN.sub("", result)))

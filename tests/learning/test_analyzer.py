@@ -193,6 +193,33 @@ def test_the_instruction_keeps_the_users_words(text, expected):
     assert describe.instruction(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "We file everything by project code first, then by date, then by supplier name, and the archive team "
+            "checks it weekly. Please sort any document list you make for me like that from now on, it saves them "
+            "a lot of time.",
+            "We file everything by project code first, then by date, then by supplier name, and the archive team "
+            "checks it weekly. Sort any document list you make for me like that, it saves them a lot of time.",
+        ),
+        (  # what is referred to sits after an apology, in the last part of its sentence
+            "Sorry, long story short: our board reads everything on paper and hates colour printing. So for board "
+            "packs, do it that way from now on. Anyway, first up is the Q3 deck for next Thursday's meeting.",
+            "Our board reads everything on paper and hates colour printing. For board packs, do it that way.",
+        ),
+        (  # no reference back: the one sentence that asks
+            "I run a small bakery and I am writing lots of posts this month for the new opening, which is exciting "
+            "but busy. Please always keep the posts under 80 words, people scroll fast on their phones.",
+            "Keep the posts under 80 words, people scroll fast on their phones.",
+        ),
+    ],
+)
+def test_a_request_that_refers_back_keeps_what_it_refers_to(text, expected):
+    # Stored alone, "Do it that way." would say nothing of what the user asked for.
+    assert describe.instruction(text) == expected
+
+
 def test_memories_keep_the_statement():
     assert describe.memory_content("  I'm allergic   to penicillin. ") == "I'm allergic to penicillin."
     assert describe.memory_kind("I'll be presenting the budget on Friday.") == "commitment"
