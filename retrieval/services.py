@@ -160,10 +160,17 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     chunks of changed or removed passages go, their live weights become ``orphaned`` (one audit event
     each) and their traces stay with no chunk."""
     slugs = {item.project_slug for item in items}
-    projects = {p.slug: p for p in Project.objects.filter(slug__in=[s for s in slugs if s])}
-    if unknown := {s for s in slugs if s} - set(projects):
+    named = {s for s in slugs if s}
+    latest = {item.id: item for item in items}  # a document named twice in one batch: the last wins
+    stored = list(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash", "project__slug"))
+    # A stored document imported without a project stays where it is (``_same``): it takes the right to
+    # replace it there (``_may_replace``, which does not say where), not the right to import organisation-wide.
+    held = {pk for pk, _, _ in stored}
+    targets = {item.project_slug for item in latest.values() if item.project_slug is not None or item.id not in held}
+    projects = {p.slug: p for p in Project.objects.filter(slug__in=named)}
+    if unknown := named - set(projects):
         raise ApplicationError(f"No project {sorted(unknown)[0]!r}.", field="project")
-    _may_import(actor, slugs, projects)
+    _may_import(actor, targets, projects)
     for item in items:
         if not item.id or len(item.id) > 255:
             raise ApplicationError("Each document needs an id of 1 to 255 characters.", field="id")
@@ -171,10 +178,8 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
             raise ApplicationError(f"Document {item.id!r} has no text.", field="raw_text")
 
     report = ImportReport()
-    latest = {item.id: item for item in items}  # a document named twice in one batch: the last wins
     report.unchanged += len(items) - len(latest)
-    stored = list(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash", "project__slug"))
-    _may_replace(actor, stored, checked=slugs)
+    _may_replace(actor, stored, checked=targets)
     existing = {pk: (content_hash, slug) for pk, content_hash, slug in stored}
     changed: list[tuple[DocumentInput, str, list[str]]] = []
     for item in latest.values():

@@ -320,6 +320,44 @@ def test_a_project_admin_may_not_replace_a_document_held_elsewhere(world, embedd
     assert response.json()["updated"] == 1
 
 
+def test_a_reimport_without_a_project_takes_the_right_to_replace_where_the_document_is(world, embedder):
+    """A connector that does not know a document's project re-imports it without one, and the document
+    stays where it is: its project's admins and a service key limited to that project may do that; a
+    project admin or limited key elsewhere gets the refusal that does not say where it is, and a new
+    document without a project is still organisation-wide, for staff and unlimited keys only."""
+    ProjectMembership.objects.filter(user=world.owner).update(role="admin")
+    zeus = ProjectFactory(slug="zeus")
+    documents_import(
+        actor=world.actor("admin"),
+        items=[
+            DocumentInput(id="ours", raw_text="Launch plan.", project_slug="apollo"),
+            DocumentInput(id="theirs", raw_text="Secret terms.", project_slug="zeus"),
+            DocumentInput(id="everyones", raw_text="Holiday calendar."),
+        ],
+    )
+    _, raw = api_key_create(owner=world.admin, name="apollo only", kind=ApiKey.Kind.SERVICE, projects=[world.project])
+    limited = APIClient(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    for client, text in ((world.client("owner"), "Launch plan, v2."), (limited, "Launch plan, v3.")):
+        doc = {"id": "ours", "raw_text": text}
+        response = client.post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
+        assert response.json()["updated"] == 1, response.content
+        assert Document.objects.get(pk="ours").project == world.project
+    before = database_state()
+    for client in (world.client("owner"), limited):
+        for held in ("theirs", "everyones"):
+            doc = {"id": held, "raw_text": "Overwritten."}
+            response = client.post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
+            assert response.status_code == 403, response.content
+            assert response.json()["error"]["fields"] == {
+                "id": [f"Document {held!r} exists and you may not replace it."]
+            }
+            assert "zeus" not in response.content.decode()
+        new = {"id": "new", "raw_text": "Fresh."}
+        assert client.post("/api/v1/retrieval/documents", {"documents": [new]}, format="json").status_code == 403
+    assert database_state() == before
+    assert Document.objects.get(pk="theirs").project == zeus
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
