@@ -28,7 +28,7 @@ from core.embeddings import get_embedder
 from learning.analyzer import describe
 from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, PreferenceFinding
 from learning.analyzer.features import asks_the_assistant, sets_a_rule_for_later, turn_from_context
-from learning.analyzer.model import NO_AXIS, Models, embed_texts, embed_texts_with_layer, embed_turns
+from learning.analyzer.model import NO_AXIS, Models, embed_texts_with_layer, embed_turns
 from learning.analyzer.store import fitted_models
 from learning.analyzer.workflows import workflow_finding
 from learning.safety import STEERING_THRESHOLD, steering_model_adopt
@@ -136,7 +136,9 @@ class LocalAnalyzer:
         category: dict[int, str] = {}
         axis: dict[int, tuple[str, float]] = {}
         if prefs:
-            read = self._category_and_axis([texts[i] for i in prefs], vectors[prefs])
+            read = self._category_and_axis(
+                [texts[i] for i in prefs], vectors[prefs], None if embedded.layer is None else embedded.layer[prefs]
+            )
             for i, (label, axis_read) in zip(prefs, read, strict=True):
                 category[i], axis[i] = label, axis_read
         results = []
@@ -147,12 +149,15 @@ class LocalAnalyzer:
             )
         return results
 
-    def _category_and_axis(self, texts: list[str], vectors: np.ndarray) -> list[tuple[str, tuple[str, float]]]:
+    def _category_and_axis(
+        self, texts: list[str], vectors: np.ndarray, layers: np.ndarray | None
+    ) -> list[tuple[str, tuple[str, float]]]:
         """For preferences: the category and the likeliest axis with its probability, of each text."""
         m = self.models
         features = m.preference_features(texts, vectors)
+        categories = m.category_model.predict(m.category_features(features, layers))
         read = []
-        for label, probs in zip(m.category_model.predict(features), m.axis_model.predict_proba(features), strict=True):
+        for label, probs in zip(categories, m.axis_model.predict_proba(features), strict=True):
             best = int(np.argmax(probs))
             read.append((str(label), (str(m.axis_model.classes_[best]), float(probs[best]))))
         return read
@@ -167,7 +172,9 @@ class LocalAnalyzer:
     def read_preference(self, text: str) -> PreferenceFinding:
         """The category and canonical axis of a text known to be a preference (one the user wrote in the
         preferences modal): the type classifier's doubt does not apply, the user has said what it is."""
-        [(category, (axis_name, axis_p))] = self._category_and_axis([text], embed_texts(self.embedder, [text]))
+        [(category, (axis_name, axis_p))] = self._category_and_axis(
+            [text], *embed_texts_with_layer(self.embedder, [text])
+        )
         return PreferenceFinding(
             category=category,
             preference="",

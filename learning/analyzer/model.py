@@ -191,7 +191,10 @@ class Models:
         prefs = [i for i, r in enumerate(rows) if r["type"] == "preference"]
         pref_features = self.preference_features([texts[i] for i in prefs], embedded.text[prefs])
         self.category_model = LogisticRegression(C=8.0, class_weight="balanced", max_iter=4000, random_state=SEED)
-        self.category_model.fit(pref_features, [rows[i]["category"] for i in prefs])
+        self.category_model.fit(
+            self.category_features(pref_features, None if embedded.layer is None else embedded.layer[prefs]),
+            [rows[i]["category"] for i in prefs],
+        )
 
         # Axes: the labelled preferences (on an axis or not) plus the canonical axes' own exemplars.
         axis_texts = [text for texts_ in AXIS_EXEMPLARS.values() for text in texts_]
@@ -220,6 +223,16 @@ class Models:
     def type_probabilities(self, turns: list[Turn], embedded: Embedded) -> np.ndarray:
         """Each turn's probability of each type, in ``type_model.classes_`` order."""
         return self.type_model.predict_proba(self.features(turns, embedded), has_context(turns))
+
+    def category_features(self, preference_features: sparse.csr_matrix, layers: np.ndarray | None) -> sparse.csr_matrix:
+        """The category model reads the analysis layer too (2026-12-07, ``analyzer_eval``: category accuracy on
+        recognised preferences, grouped CV 0.812 -> 0.823, held out 0.727 -> 0.758; the axis model, fitted with
+        the axes' exemplars too, reads the sentence vector only)."""
+        if not self.uses_layer:
+            return preference_features
+        if layers is None:
+            raise ValueError("These models read the analysis layer: embed the turns with embed_with_layer.")
+        return sparse.hstack([preference_features, sparse.csr_matrix(layers * LAYER_WEIGHT)]).tocsr()
 
     def preference_features(self, texts: list[str], vectors: np.ndarray) -> sparse.csr_matrix:
         return sparse.hstack([sparse.csr_matrix(vectors), self.pref_words.transform(texts)]).tocsr()
