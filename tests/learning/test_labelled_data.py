@@ -17,6 +17,7 @@ DATA = ROOT / "learning" / "analyzer" / "data"
 MESSAGES = DATA / "labelled_messages.jsonl"
 WORKFLOWS = DATA / "workflow_sessions.jsonl"
 OLD_SET = ROOT / "tests" / "data" / "analyzer_labelled.jsonl"
+PROBE = DATA / "probe_plain_rules.jsonl"  # scored by analyzer_eval, never fitted on
 
 TYPES = {"preference", "correction", "pain_point", "memory", "none"}
 CATEGORIES = {"tone", "length", "format", "expertise", "output", "behavior"}
@@ -90,6 +91,11 @@ def messages() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
+def probe() -> list[dict]:
+    return _load(PROBE)
+
+
+@pytest.fixture(scope="module")
 def sessions() -> list[dict]:
     return _load(WORKFLOWS)
 
@@ -104,11 +110,11 @@ def _occurs(key: str, text: str) -> bool:
     return key in text or (len(key) > 4 and key[: max(4, len(key) - 3)] in text)
 
 
-def test_message_schema(messages):
-    for m in messages:
+def test_message_schema(messages, probe):
+    for m in messages + probe:
         where = f"{m.get('id')}: {m.get('text')!r}"
         assert set(m) - {"source"} == MESSAGE_KEYS, where
-        assert m.get("source", "issue10-item3") in SOURCES, where
+        assert m.get("source", "issue10-item3") in (SOURCES if m in messages else {"probe-plain-rules"}), where
         assert isinstance(m["text"], str), where
         assert m["text"].strip(), where
         assert m["type"] in TYPES, where
@@ -277,3 +283,13 @@ def test_held_out_workflow_sessions_are_apart_from_the_tuning_set(sessions):
     tuning = {" ".join(_words(s["text"])) for s in sessions}
     assert [s["text"] for s in held_out if " ".join(_words(s["text"])) in tuning] == []
     assert not {s["kind"] for s in held_out if not s["trap"]} & {s["kind"] for s in sessions}
+
+
+def test_the_probe_is_never_fitted_on(messages, probe):
+    """The probe set (plain standing rules without a habit marker and one-off requests of the same surface)
+    measures the analyzer; none of its lines, ids or four-word openings is in the file it is fitted on."""
+    assert len(probe) == 60
+    assert not {m["id"] for m in probe} & {m["id"] for m in messages}
+    assert not {m["text"].lower() for m in probe} & {m["text"].lower() for m in messages}
+    assert not {" ".join(_words(m["text"])[:4]) for m in probe} & {" ".join(_words(m["text"])[:4]) for m in messages}
+    assert Counter(m["type"] for m in probe) == {"preference": 32, "none": 22, "memory": 6}

@@ -27,6 +27,9 @@ from learning.evaluation import (
 
 # The shared data folder sits beside the checkout (or beside the folder of worktrees).
 OLD_TEAM_SET = Path(settings.BASE_DIR) / "tests" / "data" / "analyzer_labelled.jsonl"
+# Standing rules said without a habit marker and one-off requests of the same surface (data README): scored, never
+# fitted on; adding them to the fitted file made the grouped CV of the other lines worse.
+PROBE = DATA.parent / "probe_plain_rules.jsonl"
 DEFAULT_PREFEVAL = next(
     (p / "shared" / "data" / "prefeval" for p in Path(settings.BASE_DIR).parents if (p / "shared" / "data").is_dir()),
     Path(settings.BASE_DIR).parent / "shared" / "data" / "prefeval",
@@ -101,6 +104,10 @@ class Command(BaseCommand):
                     f"  -- old team set {OLD_TEAM_SET.name} ({len(old)}, never fitted on): type macro-F1 "
                     f"{scores.macro_f1:.3f} ({per_type}); category accuracy {scores.category_accuracy:.3f}"
                 )
+            if PROBE.is_file():
+                probe = load_labelled(PROBE)
+                label = f"probe {PROBE.name} ({len(probe)}, never fitted on; the deployed analyzer)"
+                self.report(label, score_analyses(probe, analyze_rows(production, probe)), show)
             self.prefeval(production, options["prefeval"], show)
             self.steering(embedder, rows, show)
         if wanted in ("openai", "all"):
