@@ -121,6 +121,9 @@ _STANDING_MARKER = re.compile(
 _FOR_LATER = re.compile(
     r"\b(from now on|going forward|in (the )?future|from here on|from this point (on|forward)|by default|"
     r"as a (general )?rule|(every time|whenever|each time) (you|i ask)|"
+    # a class of what the assistant produces: "in all the JS you show me", "any schedule you make for me"
+    r"(any|all|every|each) (the )?(\w+ ){1,2}(you|u) (write|show|give|make|send|draft|propose|suggest|produce|"
+    r"create|generate|recommend)|"
     # the same in the other languages the labelled set speaks
     r"ab jetzt|ab sofort|von nun an|künftig|in zukunft|a partir de ahora|de ahora en adelante|desde ahora|"
     r"désormais|dorénavant|à partir de maintenant|a partir de agora|de agora em diante|daqui (pra|para) frente)\b"

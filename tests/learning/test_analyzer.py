@@ -437,6 +437,20 @@ def test_the_rule_for_later_markers_of_the_other_languages():
     assert not sets_a_rule_for_later("Tagline ideas around 'always fresh, never frozen'.")
 
 
+def test_a_class_of_what_the_assistant_produces_sets_a_rule_for_later():
+    from learning.analyzer.features import sets_a_rule_for_later  # noqa: PLC0415
+
+    for text in (
+        "Type hints in every function you write for me, our linter insists.",
+        "Metric units in all the recipes you suggest.",
+        "any email u draft for me should end with my first name only",
+    ):
+        assert sets_a_rule_for_later(text), text
+    # what the assistant found or already gave is the output at hand
+    for text in ("Fix any typos you find in the intro.", "Double-check all the totals you gave me above."):
+        assert not sets_a_rule_for_later(text), text
+
+
 def test_a_marker_in_what_somebody_else_is_told_is_no_rule_for_later():
     from learning.analyzer.features import sets_a_rule_for_later  # noqa: PLC0415
 
