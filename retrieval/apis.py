@@ -69,7 +69,9 @@ class DocumentImportApi(APIView):
         "updates it). Text is chunked by paragraph; a passage already embedded anywhere is not embedded "
         "again, and a re-imported document keeps every unchanged passage with its chunk id, weights and "
         "traces. A re-import without `project` keeps the document's project; naming another project moves it. "
-        "Staff admins and service keys import anywhere; a project's admins into their project.",
+        "Staff admins and service keys import anywhere; a project's admins into their project (and re-import "
+        "its documents without naming it). A document created, deleted or moved while the import runs: 409 on `id`, "
+        "send it again.",
         examples=[
             OpenApiExample(
                 "One document",

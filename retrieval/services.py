@@ -90,10 +90,13 @@ def _may_import(actor: Actor, slugs: set[str | None], projects: dict[str, Projec
         raise AccessDenied(f"You are not an admin of project {sorted(missing)[0]!r}.", field="project")
 
 
-def _may_replace(actor: Actor, stored: Sequence[tuple[str, str, str | None]], *, checked: set[str | None]) -> None:
+def _may_replace(
+    actor: Actor, stored: Sequence[tuple[str, str, str | None]], *, checked: set[str | None], order: Sequence[str]
+) -> None:
     """Replacing a stored document takes the right to import where it is now (its project, or
     organisation-wide), not only where it goes: else an admin of one project could overwrite, and
-    take, another project's document by naming its id. The refusal does not say where it is."""
+    take, another project's document by naming its id. The refusal names the first refused document
+    in the request's ``order`` and does not say where it is."""
     held = {slug for _, _, slug in stored} - checked
     if not held:
         return
@@ -101,11 +104,18 @@ def _may_replace(actor: Actor, stored: Sequence[tuple[str, str, str | None]], *,
     try:
         _may_import(actor, held, projects)
     except AccessDenied:
-        for slug in sorted(held, key=lambda s: s or ""):  # which one: only on the way to a refusal
-            try:
-                _may_import(actor, {slug}, projects)
-            except AccessDenied:
-                pk = min(pk for pk, _, where in stored if where == slug)
+        where = {pk: slug for pk, _, slug in stored}
+        refused: dict[str | None, bool] = {}
+        for pk in order:  # which one: only on the way to a refusal
+            if pk not in where or where[pk] in checked:
+                continue
+            if where[pk] not in refused:
+                try:
+                    _may_import(actor, {where[pk]}, projects)
+                    refused[where[pk]] = False
+                except AccessDenied:
+                    refused[where[pk]] = True
+            if refused[where[pk]]:
                 raise AccessDenied(f"Document {pk!r} exists and you may not replace it.", field="id") from None
         raise
 
@@ -161,25 +171,30 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     each) and their traces stay with no chunk."""
     slugs = {item.project_slug for item in items}
     named = {s for s in slugs if s}
-    latest = {item.id: item for item in items}  # a document named twice in one batch: the last wins
-    stored = list(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash", "project__slug"))
-    # A stored document imported without a project stays where it is (``_same``): it takes the right to
-    # replace it there (``_may_replace``, which does not say where), not the right to import organisation-wide.
-    held = {pk for pk, _, _ in stored}
-    targets = {item.project_slug for item in latest.values() if item.project_slug is not None or item.id not in held}
     projects = {p.slug: p for p in Project.objects.filter(slug__in=named)}
     if unknown := named - set(projects):
         raise ApplicationError(f"No project {sorted(unknown)[0]!r}.", field="project")
-    _may_import(actor, targets, projects)
     for item in items:
         if not item.id or len(item.id) > 255:
             raise ApplicationError("Each document needs an id of 1 to 255 characters.", field="id")
         if not item.raw_text.strip():
             raise ApplicationError(f"Document {item.id!r} has no text.", field="raw_text")
+    latest = {item.id: item for item in items}  # a document named twice in one batch: the last wins
+    stored = list(Document.objects.filter(pk__in=list(latest)).values_list("pk", "content_hash", "project__slug"))
+    # A stored document imported without a project stays where it is (``_same``): it takes the right to replace
+    # it there, not the right to import organisation-wide. Refused, the answer is the one a new document without a
+    # project gets, so that nobody learns from it whether, or where, a document exists.
+    kept_where = {pk for pk, _, _ in stored if latest[pk].project_slug is None}
+    _may_import(actor, {item.project_slug for item in latest.values() if item.id not in kept_where}, projects)
+    try:
+        _may_replace(actor, [row for row in stored if row[0] in kept_where], checked=set(), order=list(latest))
+    except AccessDenied:
+        _may_import(actor, {None}, projects)
+        raise
+    _may_replace(actor, [row for row in stored if row[0] not in kept_where], checked=set(named), order=list(latest))
 
     report = ImportReport()
     report.unchanged += len(items) - len(latest)
-    _may_replace(actor, stored, checked=targets)
     existing = {pk: (content_hash, slug) for pk, content_hash, slug in stored}
     changed: list[tuple[DocumentInput, str, list[str]]] = []
     for item in latest.values():
@@ -212,14 +227,15 @@ def documents_import(*, actor: Actor, items: Sequence[DocumentInput]) -> ImportR
     report.chunks_embedded = len(missing)
     report.chunks_reused = sum(len(p) for _, _, p in changed) - report.chunks_embedded
 
-    def write() -> ImportReport:
+    def write(checked_where: dict[str, str | None]) -> ImportReport:
         result = replace(report)
-        _documents_store(changed=changed, projects=projects, known=known, report=result)
+        _documents_store(changed=changed, projects=projects, known=known, report=result, checked=checked_where)
         return result
 
     # Search traces take share locks on the chunks and documents they point at: a deadlock with one
     # is broken by the database, and the import runs again from its first read.
-    return atomic_retrying_deadlocks(write)
+    checked_where: dict[str, str | None] = {pk: slug for pk, _, slug in stored}
+    return atomic_retrying_deadlocks(lambda: write(checked_where))
 
 
 def _same(held: tuple[str, str | None] | None, content_hash: str, project: str | None) -> bool:
@@ -251,6 +267,7 @@ def _documents_store(
     projects: dict[str, Project],
     known: dict[str, np.ndarray | bytes],
     report: ImportReport,
+    checked: dict[str, str | None],
 ) -> None:
     """The import's transaction: lock each document (in id order, so two imports never wait on
     each other in a circle), match its passages to its stored chunks, then delete, move and insert."""
@@ -268,6 +285,9 @@ def _documents_store(
         if _same(current[:2] if current else None, content_hash, item.project_slug):
             report.unchanged += 1  # a concurrent import stored this very document meanwhile
             continue
+        if (current is None) != (item.id not in checked) or (current is not None and current[1] != checked[item.id]):
+            # Created, deleted or moved since the rights were checked: they were checked for where it was.
+            raise Conflict(f"Document {item.id!r} changed while it was being imported; send it again.", field="id")
         # Not named: where it is now (organisation-wide when new).
         project_id = projects[item.project_slug].pk if item.project_slug else (current[2] if current else None)
         document, created = Document.objects.update_or_create(

@@ -343,19 +343,71 @@ def test_a_reimport_without_a_project_takes_the_right_to_replace_where_the_docum
         assert response.json()["updated"] == 1, response.content
         assert Document.objects.get(pk="ours").project == world.project
     before = database_state()
-    for client in (world.client("owner"), limited):
+    for client in (world.client("owner"), limited, world.client("other")):
+        # Refused exactly as a new document without a project is: nothing says whether or where it exists.
+        new = client.post("/api/v1/retrieval/documents", {"documents": [{"id": "new", "raw_text": "x"}]}, format="json")
+        assert new.status_code == 403
         for held in ("theirs", "everyones"):
-            doc = {"id": held, "raw_text": "Overwritten."}
+            doc = {"id": held, "raw_text": "x"}
             response = client.post("/api/v1/retrieval/documents", {"documents": [doc]}, format="json")
-            assert response.status_code == 403, response.content
-            assert response.json()["error"]["fields"] == {
-                "id": [f"Document {held!r} exists and you may not replace it."]
-            }
-            assert "zeus" not in response.content.decode()
-        new = {"id": "new", "raw_text": "Fresh."}
-        assert client.post("/api/v1/retrieval/documents", {"documents": [new]}, format="json").status_code == 403
+            assert response.status_code == 403
+            assert {**response.json()["error"], "request_id": ""} == {**new.json()["error"], "request_id": ""}
     assert database_state() == before
     assert Document.objects.get(pk="theirs").project == zeus
+
+
+def test_a_refused_replacement_names_the_first_refused_document_of_the_request(world, embedder):
+    """Not the first by where they are: the answer says nothing of the projects' names."""
+    ProjectMembership.objects.filter(user=world.owner).update(role="admin")
+    for slug in ("aaa", "zzz"):
+        ProjectFactory(slug=slug)
+    documents_import(
+        actor=world.actor("admin"),
+        items=[
+            DocumentInput(id="in-zzz", raw_text="Z.", project_slug="zzz"),
+            DocumentInput(id="in-aaa", raw_text="A.", project_slug="aaa"),
+        ],
+    )
+    for order in (["in-zzz", "in-aaa"], ["in-aaa", "in-zzz"]):
+        docs = [{"id": pk, "raw_text": "Overwritten.", "project": "apollo"} for pk in order]
+        response = world.client("owner").post("/api/v1/retrieval/documents", {"documents": docs}, format="json")
+        assert response.status_code == 403
+        message = f"Document {order[0]!r} exists and you may not replace it."
+        assert response.json()["error"]["fields"] == {"id": [message]}
+
+
+@pytest.mark.parametrize("change", ["moved", "deleted"])
+def test_a_document_that_changes_place_during_an_import_is_not_written(world, embedder, monkeypatch, change):
+    """The rights are checked where the document was; if it moved or went before the import's transaction
+    locks it, the import stops with a 409 instead of writing where nobody checked (or organisation-wide)."""
+    from retrieval import services  # noqa: PLC0415
+
+    ProjectMembership.objects.filter(user=world.owner).update(role="admin")
+    zeus = ProjectFactory(slug="zeus")
+    documents_import(
+        actor=world.actor("admin"), items=[DocumentInput(id="ours", raw_text="Plan.", project_slug="apollo")]
+    )
+    found = services._embeddings_by_hash
+
+    def meanwhile(hashes):  # runs between the checks and the transaction
+        if change == "moved":
+            Document.objects.filter(pk="ours").update(project=zeus)
+        else:
+            Document.objects.filter(pk="ours").delete()
+        return found(hashes)
+
+    monkeypatch.setattr(services, "_embeddings_by_hash", meanwhile)
+    response = world.client("owner").post(
+        "/api/v1/retrieval/documents", {"documents": [{"id": "ours", "raw_text": "Plan, v2."}]}, format="json"
+    )
+    assert response.status_code == 409, response.content
+    message = "Document 'ours' changed while it was being imported; send it again."
+    assert response.json()["error"]["fields"] == {"id": [message]}
+    after = Document.objects.filter(pk="ours").first()
+    if change == "moved":
+        assert (after.project, after.raw_text) == (zeus, "Plan.")
+    else:
+        assert after is None
 
 
 @pytest.mark.parametrize(
