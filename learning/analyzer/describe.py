@@ -76,9 +76,10 @@ _REFERS_BACK = re.compile(
     r"like (?:that|this|above)|as (?:above|described|explained)|(?:do|does|doing) (?:that|this))\b",
     re.IGNORECASE,
 )
-# Where the sentence before it breaks into parts, the last part holds what is referred to ("Sorry for the
-# wall of text: the client wants prices ex-GST.").
-_LAST_PART = re.compile(r".*[:;\u2014]\s+")
+# Where the sentence before it breaks into parts, the last parts hold what is referred to ("Sorry for the
+# wall of text: the client wants prices ex-GST."), as many as make CONTEXT_WORDS words.
+_PARTS = re.compile(r"([:;\u2014]\s+)")
+CONTEXT_WORDS = 6
 
 
 def _tidy(text: str) -> str:
@@ -101,10 +102,8 @@ def instruction(text: str) -> str:
     else:
         first = sentences[0]
         chosen = " ".join(_strip(s) if i == 0 else s for i, s in enumerate(sentences))
-    at = written.index(first) if first in written else 0
-    if at and _REFERS_BACK.search(first):  # with what it refers to, also when that was set aside as small talk
-        request = _strip(chosen)
-        chosen = f"{_tidy(_LAST_PART.sub('', written[at - 1]))} {request[:1].upper()}{request[1:]}"
+    if _REFERS_BACK.search(first):
+        chosen = _with_what_it_refers_to(written, first, chosen)
     result = _ENCLOSED.sub(",", _ANYWHERE.sub(",", chosen))
     for _ in range(3):  # lead-ins stack: "Hey, from now on, could you please ..."
         stripped = _imperative(_ASK_LEAD.sub("", _LEAD_IN.sub("", result)))
@@ -122,6 +121,30 @@ def instruction(text: str) -> str:
     if result.endswith("?"):  # "Could you always ...?" asks for a rule: store it as one
         result = result[:-1].rstrip()
     return result if result[-1] in ".!" else result + "."
+
+
+def _with_what_it_refers_to(written: list[str], first: str, chosen: str) -> str:
+    """``chosen`` (a request whose first sentence points back: "... do it that way.") after what it refers
+    to: the sentence before it, past any bare thanks or greeting, also when that was set aside as small
+    talk ("Sorry for the wall of text: ..."), its last parts only; shortened from the front so that the
+    request itself is always stored whole."""
+    at = written.index(first) if first in written else 0
+    before = [s for s in written[:at] if not (_FILLER.match(s) and len(s.split()) <= 3)]
+    if not before:
+        return chosen
+    parts = _PARTS.split(before[-1])  # part, separator, part, ...
+    context = parts.pop()
+    while parts and len(context.split()) < CONTEXT_WORDS:
+        separator = parts.pop()
+        context = f"{parts.pop()}{separator}{context}"
+    request = _strip(chosen)
+    room = MAX_DESCRIPTION - len(request) - 1
+    if room <= 0:
+        return chosen
+    context = _tidy(context)
+    if len(context) > room:
+        context = context[len(context) - room :].split(" ", 1)[-1]
+    return f"{context[:1].upper()}{context[1:]} {request[:1].upper()}{request[1:]}"
 
 
 def _strip(sentence: str) -> str:

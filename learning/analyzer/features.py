@@ -121,9 +121,6 @@ _STANDING_MARKER = re.compile(
 _FOR_LATER = re.compile(
     r"\b(from now on|going forward|in (the )?future|from here on|from this point (on|forward)|by default|"
     r"as a (general )?rule|(every time|whenever|each time) (you|i ask)|"
-    # a class of what the assistant produces: "in all the JS you show me", "any schedule you make for me"
-    r"(any|all|every|each) (the )?(\w+ ){1,2}(you|u) (write|show|give|make|send|draft|propose|suggest|produce|"
-    r"create|generate|recommend)|"
     # the same in the other languages the labelled set speaks
     r"ab jetzt|ab sofort|von nun an|künftig|in zukunft|a partir de ahora|de ahora en adelante|desde ahora|"
     r"désormais|dorénavant|à partir de maintenant|a partir de agora|de agora em diante|daqui (pra|para) frente)\b"
@@ -156,16 +153,30 @@ _REPORTS = re.compile(
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'[^'.!?;\n]*[.!?]?'(?!\w)|‘[^’]*’")
 
 
+# A class of what the assistant produces ("in all the JS you show me", "any schedule you make for me"): a rule for
+# later unless its sentence names the item at hand ("Number all the steps you give me in this recipe.").
+_CLASS_OF_OUTPUT = re.compile(
+    r"\b(any|all|every|each) (the )?(\w+ ){1,2}(you|u) (write|show|give|make|send|draft|propose|suggest|produce|"
+    r"create|generate|recommend)\b"
+)
+_AT_HAND = re.compile(r"\b(this|these|today|tonight|tomorrow|above|below|attached|here|for now)\b")
+
+
 def sets_a_rule_for_later(text: str) -> bool:
     """The message says it applies from now on ("..., from now on?", "by default, ...", ``_FOR_LATER``) or asks the
     assistant to do something always or never (``_ALWAYS_NEVER``); a marker inside quotes or in what the user asks to
     have told to somebody else (``_REPORTS``, in the same sentence) does not count."""
     lowered = _QUOTED.sub(" ", text.lower())
-    for pattern in (_FOR_LATER, _ALWAYS_NEVER):
+    for pattern in (_FOR_LATER, _ALWAYS_NEVER, _CLASS_OF_OUTPUT):
         for marker in pattern.finditer(lowered):
             sentence = re.split(r"[.!?;:]\s|\n", lowered[: marker.start()])[-1]
-            if not _REPORTS.search(sentence):
-                return True
+            if _REPORTS.search(sentence):
+                continue
+            if pattern is _CLASS_OF_OUTPUT and _AT_HAND.search(
+                sentence + re.split(r"[.!?;]\s|\n", lowered[marker.start() :])[0]
+            ):
+                continue
+            return True
     return False
 
 

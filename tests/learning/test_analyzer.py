@@ -220,6 +220,24 @@ def test_a_request_that_refers_back_keeps_what_it_refers_to(text, expected):
     assert describe.instruction(text) == expected
 
 
+def test_what_a_request_refers_to_is_found_past_thanks_and_never_crowds_the_request_out():
+    lead = "We have a lot going on this quarter and the board wants everything yesterday, as usual. "
+    thanked = (
+        lead + "Show prices ex-GST with a subtotal per supplier. Thanks! So whenever you price things, do it that way."
+    )
+    assert describe.instruction(thanked) == (
+        "Show prices ex-GST with a subtotal per supplier. Whenever you price things, do it that way."
+    )
+    parts = lead + "Prices: ex-GST; totals: inc-GST. So whenever you do a price breakdown for me, do it that way."
+    assert describe.instruction(parts).startswith("Prices: ex-GST; totals: inc-GST. Whenever")
+    long_context = (
+        "Context " + "and more context " * 60 + "here. So from now on whenever you do a budget for me, do it that way."
+    )
+    stored = describe.instruction(long_context)
+    assert len(stored) <= describe.MAX_DESCRIPTION
+    assert stored.endswith("Whenever you do a budget for me, do it that way.")
+
+
 def test_memories_keep_the_statement():
     assert describe.memory_content("  I'm allergic   to penicillin. ") == "I'm allergic to penicillin."
     assert describe.memory_kind("I'll be presenting the budget on Friday.") == "commitment"
@@ -446,8 +464,13 @@ def test_a_class_of_what_the_assistant_produces_sets_a_rule_for_later():
         "any email u draft for me should end with my first name only",
     ):
         assert sets_a_rule_for_later(text), text
-    # what the assistant found or already gave is the output at hand
-    for text in ("Fix any typos you find in the intro.", "Double-check all the totals you gave me above."):
+    # what the assistant found or already gave, or a class within the item at hand, is the output at hand
+    for text in (
+        "Fix any typos you find in the intro.",
+        "Double-check all the totals you gave me above.",
+        "Number all the steps you give me in this recipe.",
+        "Translate any text you write in this reply into French.",
+    ):
         assert not sets_a_rule_for_later(text), text
 
 
