@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from learning.analyzer.base import Analysis, AnalyzerInput
+from learning.analyzer.tuned import has_transformer
 
 EVAL_TYPES = ("preference", "correction", "pain_point", "memory", "none")
 HELD_OUT_SEED = 10  # fixes the 20 % held out; never changed to improve a score
@@ -178,6 +179,9 @@ class CachedEmbedder:
         self.layers: dict[str, np.ndarray] = {}
         if callable(getattr(embedder, "embed_with_layer", None)):  # as capable as what it wraps
             self.embed_with_layer = self._embed_with_layer
+        if has_transformer(embedder):  # the tuned type model reads the transformer itself
+            self.model = embedder.model
+            self.precision = embedder.precision
 
     def _embed_with_layer(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.layers]
@@ -216,18 +220,12 @@ def local_grouped_cv(embedder: Any, rows: list[dict[str, Any]], folds: int = 5) 
     return [a for a in analyses if a is not None]
 
 
-def local_grouped_cv_thresholds(
-    embedder: Any,
-    rows: list[dict[str, Any]],
-    thresholds: list[float],
-    *,
-    seed: int = CV_SEED,
-    folds: int = 5,
-    parameter: str = "store_min",
-) -> dict[float, list[Analysis]]:
-    """``local_grouped_cv`` with the CV split of ``seed``, once for each value of a threshold of the local
-    analyzer (``parameter``: STORE_MIN's ``store_min`` or STANDING_MIN's ``standing_min``): each fold is
-    fitted once and its test messages analysed under every value."""
+def local_grouped_cv_grid(
+    embedder: Any, rows: list[dict[str, Any]], grid: list[dict[str, float]], *, seed: int = CV_SEED, folds: int = 5
+) -> list[list[Analysis]]:
+    """``local_grouped_cv`` with the CV split of ``seed``, once for each setting of the local analyzer's
+    thresholds in ``grid`` (keyword arguments of LocalAnalyzer: ``store_min``, ``standing_min``,
+    ``tuned_weight``): each fold is fitted once and its test messages analysed under every setting."""
     from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415  heavy: scikit-learn
 
     from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
@@ -235,15 +233,15 @@ def local_grouped_cv_thresholds(
 
     groups = [row.get("family") or row["id"] for row in rows]
     split = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-    analyses: dict[float, list[Analysis | None]] = {t: [None] * len(rows) for t in thresholds}
+    analyses: list[list[Analysis | None]] = [[None] * len(rows) for _ in grid]
     for fit, test in split.split(rows, [row["type"] for row in rows], groups):
         models = fit_models(embedder, [rows[i] for i in fit])
         inputs = [analyzer_input(rows[i]) for i in test]
-        for threshold in thresholds:
-            analyzer = LocalAnalyzer(models=models, embedder=embedder, **{parameter: threshold})
+        for found, setting in zip(analyses, grid, strict=True):
+            analyzer = LocalAnalyzer(models=models, embedder=embedder, **setting)
             for i, analysis in zip(test, analyzer.analyze_many(inputs), strict=True):
-                analyses[threshold][i] = analysis
-    return {t: [a for a in found if a is not None] for t, found in analyses.items()}
+                found[i] = analysis
+    return [[a for a in found if a is not None] for found in analyses]
 
 
 def local_fitted_on(embedder: Any, rows: list[dict[str, Any]]):

@@ -28,7 +28,7 @@ from core.embeddings import get_embedder
 from learning.analyzer import describe
 from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, PreferenceFinding
 from learning.analyzer.features import asks_the_assistant, sets_a_rule_for_later, turn_from_context
-from learning.analyzer.model import NO_AXIS, Models, embed_texts_with_layer, embed_turns
+from learning.analyzer.model import NO_AXIS, TUNED_WEIGHT, Models, embed_texts_with_layer, embed_turns
 from learning.analyzer.store import fitted_models
 from learning.analyzer.workflows import workflow_finding
 from learning.safety import STEERING_THRESHOLD, steering_model_adopt
@@ -99,11 +99,13 @@ class LocalAnalyzer:
         embedder: Any = None,
         store_min: float = STORE_MIN,
         standing_min: float = STANDING_MIN,
+        tuned_weight: float = TUNED_WEIGHT,
     ) -> None:
         self.embedder = embedder or get_embedder()
-        # Other values only to measure the choice of STORE_MIN and STANDING_MIN (analyzer_eval).
+        # Other values only to measure the choice of STORE_MIN, STANDING_MIN and TUNED_WEIGHT (analyzer_eval).
         self.store_min = store_min
         self.standing_min = standing_min
+        self.tuned_weight = tuned_weight
         if models is None:
             models = fitted_models(self.embedder)  # from the store, or fitted (learning.analyzer.store)
             steering_model_adopt(models.steering)  # one steering model per process, wherever it is asked
@@ -130,9 +132,15 @@ class LocalAnalyzer:
         turns = [turn_from_context(item.current_message, item.recent_context) for item in items]
         embedded = embed_turns(self.embedder, turns, text_vectors=vectors, layer_vectors=layers)
         texts = [t.text for t in turns]
-        type_probs = m.type_probabilities(turns, embedded)
+        type_probs = m.type_probabilities(turns, embedded, self.tuned_weight)
         steering = m.steering.probabilities(texts, vectors, embedded.layer)
-        prefs = [i for i, p in enumerate(type_probs) if m.type_model.classes_[int(np.argmax(p))] == "preference"]
+        # The category of every message that may be concluded a preference: the likeliest type, or a rule for
+        # later (``_conclude`` keeps one as a preference below the likeliest type; it had no category then).
+        prefs = [
+            i
+            for i, p in enumerate(type_probs)
+            if m.type_model.classes_[int(np.argmax(p))] == "preference" or sets_a_rule_for_later(texts[i])
+        ]
         category: dict[int, str] = {}
         axis: dict[int, tuple[str, float]] = {}
         if prefs:

@@ -8,13 +8,16 @@
   regression over the log-probabilities those give on rows they were not fitted on (5 folds
   grouped by paraphrase family). The second stage calibrates the first and
   learns how the types trade off (a pain point is also a correction), so its probabilities can
-  be thresholded to abstain;
+  be thresholded to abstain; where the embedder is the local transformer, its probabilities are combined
+  (normalised geometric mean) with those of MiniLM's top layers fine-tuned to the type
+  (``learning.analyzer.tuned``);
 - steering: learning.safety's model (n-grams, the embedding and its phrase families);
 - category (six) and axis (a canonical axis or none) of a preference: over the embedding and
   word (1-2, seen at least twice) n-grams of the labelled preferences (axis also from the canonical axes' exemplars).
 
-Everything is fitted with fixed seeds (liblinear/lbfgs are deterministic), a few seconds on one
-core; ``fit_models`` takes the rows so evaluation can fit on a training fold.
+Everything is fitted with fixed seeds (liblinear/lbfgs are deterministic; the fine-tuning runs in a fixed order),
+a few seconds on one core for the regressions and about a minute for the tuned layers (the analyzer store keeps
+the fit); ``fit_models`` takes the rows so evaluation can fit on a training fold.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from sklearn.model_selection import StratifiedGroupKFold
 from sklearn.multiclass import OneVsRestClassifier
 
 from learning.analyzer.axes import AXIS_EXEMPLARS
-from learning.analyzer.features import Turn, context_cues, cues, steering_cues
+from learning.analyzer.features import Turn, context_cues, cues, sets_a_rule_for_later, steering_cues
+from learning.analyzer.tuned import TunedTypeModel, has_transformer
 from learning.safety import SteeringModel
 
 DATA = Path(__file__).resolve().parent / "data" / "labelled_messages.jsonl"
@@ -51,6 +55,16 @@ INNER_FOLDS = 5
 # at 2 "could you keep your answers short please" and "keep your replies short please" were no longer
 # stored (a choice made on those probes, not on the CV).
 LAYER_WEIGHT = 1.0
+# The tuned reader's share of the log-probabilities the type is read from (learning.analyzer.tuned; the
+# stacked model has the rest). Fine-tuned networks are overconfident, and the tuned reader does not read
+# the cues (a question-form request with "from now on": "Could you answer in Spanish from now on?" was
+# 0.97 a one-off request to it), so an equal share let it overrule the stacked model where that one is
+# right. Chosen with STORE_MIN on the fitting side, grouped CV over seeds 0-2 (``analyzer_eval --store-sweep
+# 0.8,0.85,0.9 --tuned-sweep 0.2,0.3,0.4``): the best mean macro-F1 with at most 2 % mislearned. Weight 0.2 /
+# 0.3 / 0.4 at STORE_MIN 0.85: 0.874 / 0.879 / 0.881, mislearned 1.3 / 1.5 / 1.8 %; at 0.80 0.882 (1.9 %) /
+# 0.887 (2.2 %) / 0.889 (2.4 %). 0.2 at 0.80 and 0.4 at 0.85 tie (0.882 / 0.881): 0.4, keeping STORE_MIN 0.85,
+# the side that learns less (and still the lowest STORE_MIN within 2 % at that weight).
+TUNED_WEIGHT = 0.4
 
 
 def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
@@ -169,9 +183,15 @@ class Models:
     """The fitted classifiers and the vectorisers they read."""
 
     def __init__(
-        self, rows: list[dict[str, Any]], embedded: Embedded, axis_vectors: np.ndarray, steering: SteeringModel
+        self,
+        rows: list[dict[str, Any]],
+        embedded: Embedded,
+        axis_vectors: np.ndarray,
+        steering: SteeringModel,
+        tuned: TunedTypeModel | None = None,
     ) -> None:
         self.steering = steering
+        self.tuned = tuned
         turns = [turn_of(r) for r in rows]
         texts = [t.text for t in turns]
         self.words = TfidfVectorizer(ngram_range=(1, 3), sublinear_tf=True, lowercase=True)
@@ -220,9 +240,31 @@ class Models:
         words = self.words.transform(texts) * WORD_WEIGHT
         return sparse.hstack([sparse.csr_matrix(dense), words, self.chars.transform(texts)]).tocsr()
 
-    def type_probabilities(self, turns: list[Turn], embedded: Embedded) -> np.ndarray:
-        """Each turn's probability of each type, in ``type_model.classes_`` order."""
-        return self.type_model.predict_proba(self.features(turns, embedded), has_context(turns))
+    def type_probabilities(
+        self, turns: list[Turn], embedded: Embedded, tuned_weight: float = TUNED_WEIGHT
+    ) -> np.ndarray:
+        """Each turn's probability of each type, in ``type_model.classes_`` order: the stacked model's, and
+        where the models were fitted with the local transformer, its weighted geometric mean with the tuned
+        top layers' (``learning.analyzer.tuned``; ``tuned_weight`` is the tuned reader's share of the log)."""
+        stacked = self.type_model.predict_proba(self.features(turns, embedded), has_context(turns))
+        if self.tuned is None or tuned_weight == 0:
+            return stacked
+        tuned = self.tuned.predict_proba([t.text for t in turns])
+        tuned = tuned[:, [TYPES.index(str(label)) for label in self.type_model.classes_]]
+        # A message that says it sets a rule for later is read by the stacked model alone: that marker is one
+        # of its cues, which the tuned reader does not see ("Could you answer in Spanish from now on?" was a
+        # one-off request to it at 0.97, and the rule for later in LocalAnalyzer._conclude reads these).
+        weights = np.array([0.0 if sets_a_rule_for_later(t.text) else tuned_weight for t in turns])[:, None]
+        both = np.exp(
+            (1 - weights) * np.log(np.clip(stacked, 1e-6, None)) + weights * np.log(np.clip(tuned, 1e-6, None))
+        )
+        return both / both.sum(axis=1, keepdims=True)
+
+    def attach(self, embedder: Any) -> None:
+        """Read through this process's embedder (models loaded from the store: it is not pickled)."""
+        self.steering.embedder = embedder
+        if self.tuned is not None:
+            self.tuned.attach(embedder)
 
     def category_features(self, preference_features: sparse.csr_matrix, layers: np.ndarray | None) -> sparse.csr_matrix:
         """The category model reads the analysis layer too (2026-12-07, ``analyzer_eval``: category accuracy on
@@ -238,10 +280,19 @@ class Models:
         return sparse.hstack([sparse.csr_matrix(vectors), self.pref_words.transform(texts)]).tocsr()
 
 
-def fit_models(embedder, rows: list[dict[str, Any]], steering: SteeringModel | None = None) -> Models:
+def fit_models(
+    embedder, rows: list[dict[str, Any]], steering: SteeringModel | None = None, *, tuned: bool = True
+) -> Models:
     """Fit every classifier on these rows (the whole file in production, a fold in evaluation);
-    ``steering``: an already fitted steering model to share (production: learning.safety's)."""
+    ``steering``: an already fitted steering model to share (production: learning.safety's); ``tuned``:
+    fine-tune the transformer's top layers too when the embedder is the local one (off only to measure
+    what they add)."""
     embedded = embed_turns(embedder, [turn_of(r) for r in rows])
     axis_vectors = embed_texts(embedder, [text for texts in AXIS_EXEMPLARS.values() for text in texts])
     steering = steering or SteeringModel(rows, embedder=embedder, vectors=embedded.text, layers=embedded.layer)
-    return Models(rows, embedded, axis_vectors, steering)
+    tuned_model = (
+        TunedTypeModel(embedder, [r["text"] for r in rows], [r["type"] for r in rows])
+        if tuned and has_transformer(embedder)
+        else None
+    )
+    return Models(rows, embedded, axis_vectors, steering, tuned_model)

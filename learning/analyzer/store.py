@@ -1,6 +1,7 @@
 """The local analyzer's fitted models, kept on disk so that a process loads them instead of fitting.
 
-Fitting the classifiers and the steering check costs tens of seconds of CPU, and the workflow
+Fitting the classifiers and the steering check costs tens of seconds of CPU, fine-tuning the type's top
+layers about a minute more (``learning.analyzer.tuned``), and the workflow
 detector's background centres about ten more (embedding some 1,200 texts); every process paid it on
 its first analysis: the demo's web server (and again in runserver's autoreloader child), a worker
 after each restart. The fit is deterministic, so its result depends only on what went into it: the
@@ -141,6 +142,6 @@ def fitted_models(embedder: Any) -> Any:
         )
         bundle_save(path, bundle)
     else:
-        bundle.models.steering.embedder = embedder  # not pickled: the process's own model
+        bundle.models.attach(embedder)  # not pickled: the process's own model
         workflows.centres_adopt(centre=bundle.centre, word_centre=bundle.word_centre)
     return bundle.models

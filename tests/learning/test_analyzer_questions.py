@@ -107,3 +107,21 @@ def test_a_rule_for_later_never_counts_as_a_repeated_task(analyzer):
         match_count=2,
     )
     assert analyzer._conclude(task, unsure, 0.0, "", (NO_AXIS, 0.0)).detected == "workflow"
+
+
+def test_a_rule_for_later_kept_below_the_likeliest_type_has_its_category(analyzer, monkeypatch):
+    """When a message that sets a rule for later is kept as a preference although another type is likelier
+    (nothing, here), it is read for its category too: it used to be concluded with none, and storing it
+    failed ("Unknown preference category ''")."""
+    import numpy as np  # noqa: PLC0415
+
+    from learning.analyzer.model import Models  # noqa: PLC0415
+
+    classes = [str(c) for c in analyzer.models.type_model.classes_]
+    unsure = {"preference": 0.3, "correction": 0.0, "pain_point": 0.0, "memory": 0.0, "none": 0.7}
+    monkeypatch.setattr(
+        Models, "type_probabilities", lambda self, turns, *args: np.array([[unsure[c] for c in classes]] * len(turns))
+    )
+    result = analyzer.analyze(AnalyzerInput(current_message="Could you give me road distances in miles going forward?"))
+    assert result.detected == "preference"
+    assert result.preference.category in {"tone", "length", "format", "expertise", "output", "behavior"}

@@ -44,6 +44,8 @@ def test_a_stored_fit_is_loaded_and_analyses_as_the_fitted_one(stored, embedder,
     loaded = LocalAnalyzer(models=store.fitted_models(embedder), embedder=embedder)
     assert loaded.models is not stored.models
     assert loaded.models.steering.embedder is embedder
+    assert loaded.models.tuned is not None
+    assert loaded.models.tuned.embedder is embedder  # the process's own transformer, not a pickled copy
     for text in MESSAGES:
         assert loaded.analyze(AnalyzerInput(current_message=text)) == stored.analyze(
             AnalyzerInput(current_message=text)

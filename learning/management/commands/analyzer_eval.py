@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from learning.evaluation import (
     load_labelled,
     local_fitted_on,
     local_grouped_cv,
-    local_grouped_cv_thresholds,
+    local_grouped_cv_grid,
     score_analyses,
     score_prefeval,
     steering_cv,
@@ -59,10 +60,16 @@ class Command(BaseCommand):
             help="the same for STANDING_MIN: how likely a message marked as a rule for later ('from now on') "
             "must be a preference to be stored as one",
         )
+        parser.add_argument(
+            "--tuned-sweep",
+            metavar="W1,W2,...",
+            help="the same for TUNED_WEIGHT, the fine-tuned reader's share of the type's log-probabilities; "
+            "with --store-sweep, every pair of the two",
+        )
         parser.add_argument("--cv-seeds", default="0,1,2", metavar="S1,S2,...", help="with a sweep")
 
     def handle(self, *args, **options) -> None:
-        if options["store_sweep"] and options["standing_sweep"]:
+        if options["standing_sweep"] and (options["store_sweep"] or options["tuned_sweep"]):
             raise CommandError("--store-sweep and --standing-sweep: one sweep at a time (each holds the other fixed)")
         os.environ["EMBEDDING_THREADS"] = "1"  # throughput is reported for one core
         import torch  # noqa: PLC0415  heavy: only to pin the thread count for the measurement
@@ -75,14 +82,20 @@ class Command(BaseCommand):
         team, held = [rows[i] for i in fit_idx], [rows[i] for i in held_idx]
         show = options["show_mistakes"]
         wanted = options["analyzer"]
-        for parameter in ("store_min", "standing_min"):
-            sweep = options[parameter.replace("_min", "_sweep")]
-            if sweep:
-                thresholds = [float(t) for t in sweep.split(",")]
-                seeds = [int(s) for s in options["cv_seeds"].split(",")]
-                embedder = CachedEmbedder(get_embedder())
-                self.store_sweep(embedder, team, thresholds, seeds, options["prefeval"], parameter)
-                return
+        swept = {
+            parameter: [float(t) for t in options[option].split(",")]
+            for parameter, option in (
+                ("store_min", "store_sweep"),
+                ("standing_min", "standing_sweep"),
+                ("tuned_weight", "tuned_sweep"),
+            )
+            if options[option]
+        }
+        if swept:
+            grid = [dict(zip(swept, values, strict=True)) for values in itertools.product(*swept.values())]
+            seeds = [int(s) for s in options["cv_seeds"].split(",")]
+            self.sweep(CachedEmbedder(get_embedder()), team, grid, seeds, options["prefeval"])
+            return
         if wanted in ("local", "all"):
             embedder = CachedEmbedder(get_embedder())
             self.stdout.write(
@@ -173,34 +186,35 @@ class Command(BaseCommand):
             for text in scores.false:
                 self.stdout.write(f"       false:  {text}")
 
-    def store_sweep(
-        self, embedder, team, thresholds: list[float], seeds: list[int], prefeval: Path, parameter: str
-    ) -> None:
-        """The figures STORE_MIN and STANDING_MIN are chosen on (the lowest threshold with at most 2 % of
-        stored items mislearned under grouped CV): the fitting side only, never the held-out 20 %."""
-        name = parameter.upper()
-        self.stdout.write(f"== {name} sweep: grouped 5-fold CV on the 80 % ({len(team)}), seeds {seeds}")
-        figures: dict[float, list[Scores]] = {t: [] for t in thresholds}
+    def sweep(self, embedder, team, grid: list[dict[str, float]], seeds: list[int], prefeval: Path) -> None:
+        """The figures STORE_MIN, STANDING_MIN and TUNED_WEIGHT are chosen on (STORE_MIN: the lowest threshold
+        with at most 2 % of stored items mislearned under grouped CV): the fitting side only, never the
+        held-out 20 %."""
+        names = ", ".join(name.upper() for name in grid[0])
+        self.stdout.write(f"== {names} sweep: grouped 5-fold CV on the 80 % ({len(team)}), seeds {seeds}")
+        figures: list[list[Scores]] = [[] for _ in grid]
         for seed in seeds:
-            found = local_grouped_cv_thresholds(embedder, team, thresholds, seed=seed, parameter=parameter)
-            for threshold, analyses in found.items():
-                figures[threshold].append(score_analyses(team, analyses))
+            found = local_grouped_cv_grid(embedder, team, grid, seed=seed)
+            for scores, analyses in zip(figures, found, strict=True):
+                scores.append(score_analyses(team, analyses))
         from core.embeddings import get_embedder  # noqa: PLC0415  heavy: the model
         from learning.analyzer.local import LocalAnalyzer  # noqa: PLC0415  heavy: scikit-learn
 
         production = LocalAnalyzer(embedder=get_embedder())  # fitted on the whole file, as deployed
-        for threshold, scores in figures.items():
+        for setting, scores in zip(grid, figures, strict=True):
             mislearned, learned = sum(s.mislearned for s in scores), sum(s.learned for s in scores)
             per_seed = " / ".join(f"{s.macro_f1:.3f}" for s in scores)
             recall = " / ".join(f"{s.per_type['preference']['recall']:.3f}" for s in scores)
+            named = " ".join(f"{name.upper()} {value:.2f}" for name, value in setting.items())
             line = (
-                f"  {name} {threshold:.2f}: type macro-F1 {per_seed} (mean "
+                f"  {named}: type macro-F1 {per_seed} (mean "
                 f"{sum(s.macro_f1 for s in scores) / len(scores):.3f}); preference recall {recall}; mislearned "
                 f"{mislearned}/{learned} ({mislearned / max(1, learned):.1%}); "
                 f"stored per seed {learned / len(scores):.0f}"
             )
             if prefeval.is_dir():
-                setattr(production, parameter, threshold)
+                for parameter, value in setting.items():
+                    setattr(production, parameter, value)
                 pe = score_prefeval(production, prefeval)
                 line += f"; PrefEval faithful {pe.recall:.3f}, questions learned {pe.false_rate:.3f}"
             self.stdout.write(line)
