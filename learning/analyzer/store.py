@@ -102,7 +102,8 @@ def bundle_load(path: Path) -> FittedBundle | None:
 def bundle_save(path: Path, bundle: FittedBundle) -> None:
     """Write the bundle atomically (a temporary file renamed over the name): two processes fitting
     at once both write whole files, and a reader never sees half of one. Failing to write (a
-    read-only directory) is logged, not raised: the process keeps the models it fitted."""
+    read-only directory, a model that cannot be pickled) is logged, not raised: the process keeps the models it
+    fitted."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
@@ -113,7 +114,7 @@ def bundle_save(path: Path, bundle: FittedBundle) -> None:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-    except OSError:
+    except (OSError, pickle.PicklingError, AttributeError, TypeError):  # unwritable, or a model that cannot be pickled
         logger.warning("could not save the fitted analyzer to %s", path, exc_info=True)
         return
     for stale in path.parent.glob("local-*.pickle"):

@@ -61,6 +61,17 @@ def _additive_mask(attention_mask: Any, dtype: Any) -> Any:
     return (1.0 - mask) * torch.finfo(dtype).min
 
 
+def _unhooked_copy(module: Any) -> Any:
+    """A deep copy of a module without the hooks its model put on it: transformers installs output-capturing
+    hooks (local functions, which cannot be pickled) on the layers once the whole model has run; the copies
+    are called layer by layer and never need them."""
+    copied = copy.deepcopy(module)
+    for part in copied.modules():
+        part._forward_hooks.clear()
+        part._forward_pre_hooks.clear()
+    return copied
+
+
 class TunedTypeModel:
     """The top ``TUNED_LAYERS`` layers of the embedder's transformer and a linear head, fitted to the types."""
 
@@ -69,7 +80,7 @@ class TunedTypeModel:
 
         self.embedder = embedder
         bert = self._bert()
-        self.top = torch.nn.ModuleList(copy.deepcopy(layer) for layer in bert.encoder.layer[-TUNED_LAYERS:])
+        self.top = torch.nn.ModuleList(_unhooked_copy(layer) for layer in bert.encoder.layer[-TUNED_LAYERS:])
         self.head = torch.nn.Linear(bert.config.hidden_size, len(TYPES))
         self._fit(texts, np.array([TYPES.index(label) for label in labels]))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 from learning.analyzer import model, store, workflows
@@ -93,3 +94,16 @@ def test_the_store_off_or_another_embedder_always_fits(stored, settings, embedde
     settings.ANALYZER_CACHE_DIR = ""
     with pytest.raises(Refit):
         store.fitted_models(embedder)
+
+
+def test_a_fit_that_cannot_be_pickled_is_kept_not_raised(cache_dir, caplog):
+    """The process keeps what it fitted when the bundle cannot be written, whatever the reason."""
+
+    def local():  # a local function cannot be pickled
+        return None
+
+    path = cache_dir / "local-x.pickle"
+    store.bundle_save(path, store.FittedBundle(models=local, centre=np.zeros(2), word_centre=np.zeros(2)))
+    assert not path.exists()
+    assert not list(cache_dir.glob("*.tmp"))
+    assert "could not save the fitted analyzer" in caplog.text

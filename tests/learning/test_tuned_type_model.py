@@ -127,3 +127,22 @@ def test_only_the_local_transformer_is_tuned(analyzer, small_rows):
     assert not has_transformer(SentenceOnly())
     assert fit_models(SentenceOnly(), small_rows, steering=analyzer.models.steering).tuned is None
     assert fit_models(analyzer.embedder, small_rows, steering=analyzer.models.steering, tuned=False).tuned is None
+
+
+def test_the_tuned_layers_are_copied_without_the_models_hooks(embedder):
+    """transformers puts output-capturing hooks (local functions, not picklable) on the layers once the whole
+    model has run; the tuned copies leave them behind, so the fit can be stored whatever ran before it."""
+    from learning.analyzer.tuned import _unhooked_copy  # noqa: PLC0415
+
+    layer = embedder.model[0].auto_model.encoder.layer[-1]
+
+    def hook(module, inputs, output):  # a local function, as transformers' own
+        return None
+
+    handle = layer.attention.register_forward_hook(hook)
+    try:
+        copied = _unhooked_copy(layer)
+        assert not any(part._forward_hooks for part in copied.modules())
+        pickle.dumps(copied)
+    finally:
+        handle.remove()
