@@ -170,24 +170,37 @@ class LocalEmbedder:
     def embed_with_layer(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """``embed(texts)`` and, from the same forward passes, each text's mean of the
         ``ANALYSIS_LAYER``-th layer's token states (unit length): what the local analyzer reads."""
+        vectors, layers, _ = self.embed_with_states(texts)
+        return vectors, layers
+
+    def embed_with_states(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[Any] | None]:
+        """``embed_with_layer(texts)`` and, when the passes ran on torch, each text's token states out of the
+        ``ANALYSIS_LAYER``-th layer (unpadded tensors): the local analyzer's tuned type reader continues from
+        them instead of running the layers below again (learning.analyzer.tuned). None from ONNX Runtime,
+        which gives the layer's mean only."""
         if not texts:
             empty = np.zeros((0, self.dimensions), dtype=np.float32)
-            return empty, empty.copy()
+            return empty, empty.copy(), []
         if self.onnx is not None and len(texts) <= self.onnx_max_texts:
             pairs = [
                 self.onnx.run_both(self.model.preprocess(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)
             ]
-            return _unit(np.vstack([p[0] for p in pairs])), _unit(np.vstack([p[1] for p in pairs]))
+            return _unit(np.vstack([p[0] for p in pairs])), _unit(np.vstack([p[1] for p in pairs])), None
         import torch  # noqa: PLC0415 - already imported by the model
 
         sentences, layers = [], []
+        states: list[Any] = []
         with _lock, torch.inference_mode(), self._autocast():
             for start in range(0, len(texts), BATCH):
                 features = self.model.preprocess(texts[start : start + BATCH])
                 with _LayerTap(self.model) as tap:
                     sentences.append(self.model(features)["sentence_embedding"].float())
                 layers.append(tap.mean(features["attention_mask"]).float())
-        return _unit(torch.cat(sentences).numpy()), _unit(torch.cat(layers).numpy())
+                states.extend(
+                    hidden[: int(mask.sum())].clone()
+                    for hidden, mask in zip(tap.states, features["attention_mask"], strict=True)
+                )
+        return _unit(torch.cat(sentences).numpy()), _unit(torch.cat(layers).numpy()), states
 
 
 # The library versions an exported file depends on (the graph is torch's export of this code's module chain).

@@ -28,7 +28,14 @@ from core.embeddings import get_embedder
 from learning.analyzer import describe
 from learning.analyzer.base import Analysis, AnalyzerInput, MemoryFinding, PreferenceFinding
 from learning.analyzer.features import asks_the_assistant, sets_a_rule_for_later, turn_from_context
-from learning.analyzer.model import NO_AXIS, TUNED_WEIGHT, Models, embed_texts_with_layer, embed_turns
+from learning.analyzer.model import (
+    NO_AXIS,
+    TUNED_WEIGHT,
+    Models,
+    embed_texts_with_layer,
+    embed_texts_with_states,
+    embed_turns,
+)
 from learning.analyzer.store import fitted_models
 from learning.analyzer.workflows import workflow_finding
 from learning.safety import STEERING_THRESHOLD, steering_model_adopt
@@ -116,11 +123,16 @@ class LocalAnalyzer:
 
     def analyze_many(self, items: list[AnalyzerInput]) -> list[Analysis]:
         texts = [item.current_message for item in items]
-        vectors, layers = embed_texts_with_layer(self.embedder, texts)
-        return self.analyze_embedded(items, vectors, layers=layers)
+        vectors, layers, states = embed_texts_with_states(self.embedder, texts)
+        return self.analyze_embedded(items, vectors, layers=layers, states=states)
 
     def analyze_embedded(
-        self, items: list[AnalyzerInput], vectors: np.ndarray, embedder: Any = None, layers: np.ndarray | None = None
+        self,
+        items: list[AnalyzerInput],
+        vectors: np.ndarray,
+        embedder: Any = None,
+        layers: np.ndarray | None = None,
+        states: list[Any] | None = None,
     ) -> list[Analysis]:
         """Analyse messages whose embeddings the caller already has (the task stores them), with
         their analysis-layer means when it has those too (else they are computed). Only the
@@ -130,7 +142,7 @@ class LocalAnalyzer:
             return []
         m = self.models
         turns = [turn_from_context(item.current_message, item.recent_context) for item in items]
-        embedded = embed_turns(self.embedder, turns, text_vectors=vectors, layer_vectors=layers)
+        embedded = embed_turns(self.embedder, turns, text_vectors=vectors, layer_vectors=layers, states=states)
         texts = [t.text for t in turns]
         type_probs = m.type_probabilities(turns, embedded, self.tuned_weight)
         steering = m.steering.probabilities(texts, vectors, embedded.layer)

@@ -63,8 +63,17 @@ LAYER_WEIGHT = 1.0
 # 0.8,0.85,0.9 --tuned-sweep 0.2,0.3,0.4``): the best mean macro-F1 with at most 2 % mislearned. Weight 0.2 /
 # 0.3 / 0.4 at STORE_MIN 0.85: 0.874 / 0.879 / 0.881, mislearned 1.3 / 1.5 / 1.8 %; at 0.80 0.882 (1.9 %) /
 # 0.887 (2.2 %) / 0.889 (2.4 %). 0.2 at 0.80 and 0.4 at 0.85 tie (0.882 / 0.881): 0.4, keeping STORE_MIN 0.85,
-# the side that learns less (and still the lowest STORE_MIN within 2 % at that weight).
+# the side that learns less (and still the lowest STORE_MIN within 2 % at that weight). Swept again once rules for
+# later were read by the stacked model alone (0.2 / 0.3 / 0.4 / 0.5): at 0.85 0.872 / 0.875 / 0.876 / 0.876,
+# mislearned 1.4 / 1.6 / 1.95 / 2.2 %; at 0.80 0.879 (1.97 %) / 0.882 (2.3 %) / 0.884 (2.6 %) / 0.882 (3.2 %). 0.2 at
+# 0.80 now leads 0.4 at 0.85 by 0.003, less than the seeds' spread (0.01), at the same mislearning: kept.
 TUNED_WEIGHT = 0.4
+# The tuned reader costs half a forward pass per message (more where the embedder ran on ONNX Runtime), which on
+# a 2-core machine took the worker of bench/observe.py from draining its backlog 0.4-1.0 s after the last message
+# to 4-8 s. It is asked only where the stacked model's likeliest type is under this probability: on the fitting
+# side's grouped CV (seed 0, with the tuned reader's out-of-fold probabilities) it changed none of the 497
+# decisions at or above 0.95 (46 % of the lines; at 0.90, 11 of 641).
+TUNED_BELOW = 0.95
 
 
 def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
@@ -144,15 +153,33 @@ def embed_texts(embedder, texts: list[str]) -> np.ndarray:
 def embed_texts_with_layer(embedder, texts: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
     """``embed_texts`` and, when the embedder gives it (``embed_with_layer``), each text's mean of
     the analysis layer from the same forward passes (else None)."""
+    vectors, layers, _ = embed_texts_with_states(embedder, texts)
+    return vectors, layers
+
+
+def embed_texts_with_states(embedder, texts: list[str]) -> tuple[np.ndarray, np.ndarray | None, list[Any] | None]:
+    """``embed_texts_with_layer`` and, when the embedder gives them (``embed_with_states`` on torch), each text's
+    token states out of the analysis layer, which the tuned type reader continues from (else None)."""
     if not callable(getattr(embedder, "embed_with_layer", None)):
-        return embed_texts(embedder, texts), None
+        return embed_texts(embedder, texts), None, None
+    with_states: Any = getattr(embedder, "embed_with_states", None)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     vectors = np.zeros((len(texts), getattr(embedder, "dimensions", 384)), dtype=np.float32)
     layers = np.zeros_like(vectors)
+    states: list[Any] | None = [None] * len(texts) if callable(with_states) else None
     for start in range(0, len(order), EMBED_BATCH):
         chunk = order[start : start + EMBED_BATCH]
-        vectors[chunk], layers[chunk] = embedder.embed_with_layer([texts[i] for i in chunk])
-    return vectors, layers
+        batch = [texts[i] for i in chunk]
+        if states is None:
+            vectors[chunk], layers[chunk] = embedder.embed_with_layer(batch)
+            continue
+        vectors[chunk], layers[chunk], found = with_states(batch)
+        if found is None:  # ONNX Runtime: the layer's mean only
+            states = None
+            continue
+        for i, state in zip(chunk, found, strict=True):
+            states[i] = state
+    return vectors, layers, states
 
 
 @dataclass
@@ -165,18 +192,23 @@ class Embedded:
 
     text: np.ndarray
     layer: np.ndarray | None = None
+    states: list[Any] | None = None  # the analysis layer's token states, when the embedder ran on torch
 
 
 def embed_turns(
-    embedder, turns: list[Turn], text_vectors: np.ndarray | None = None, layer_vectors: np.ndarray | None = None
+    embedder,
+    turns: list[Turn],
+    text_vectors: np.ndarray | None = None,
+    layer_vectors: np.ndarray | None = None,
+    states: list[Any] | None = None,
 ) -> Embedded:
-    """The messages' vectors (``text_vectors`` and ``layer_vectors`` when the caller already has them)."""
+    """The messages' vectors (``text_vectors``, ``layer_vectors`` and ``states`` when the caller already has them)."""
     texts = [t.text for t in turns]
     if text_vectors is None:
-        text_vectors, layer_vectors = embed_texts_with_layer(embedder, texts)
+        text_vectors, layer_vectors, states = embed_texts_with_states(embedder, texts)
     elif layer_vectors is None and callable(getattr(embedder, "embed_with_layer", None)):
-        layer_vectors = embed_texts_with_layer(embedder, texts)[1]
-    return Embedded(text=text_vectors, layer=layer_vectors)
+        _, layer_vectors, states = embed_texts_with_states(embedder, texts)
+    return Embedded(text=text_vectors, layer=layer_vectors, states=states)
 
 
 class Models:
@@ -249,16 +281,28 @@ class Models:
         stacked = self.type_model.predict_proba(self.features(turns, embedded), has_context(turns))
         if self.tuned is None or tuned_weight == 0:
             return stacked
-        tuned = self.tuned.predict_proba([t.text for t in turns])
+        # The tuned reader is asked only where it can matter: where the stacked model is less than TUNED_BELOW
+        # sure, and not for a message that says it sets a rule for later, which the stacked model reads alone
+        # (that marker is one of its cues, which the tuned reader does not see: "Could you answer in Spanish
+        # from now on?" was a one-off request to it at 0.97; the rule for later in LocalAnalyzer._conclude
+        # reads these).
+        asked = [
+            i
+            for i, (turn, probs) in enumerate(zip(turns, stacked, strict=True))
+            if probs.max() < TUNED_BELOW and not sets_a_rule_for_later(turn.text)
+        ]
+        if not asked:
+            return stacked
+        states = None if embedded.states is None else [embedded.states[i] for i in asked]
+        tuned = self.tuned.predict_proba([turns[i].text for i in asked], states=states)
         tuned = tuned[:, [TYPES.index(str(label)) for label in self.type_model.classes_]]
-        # A message that says it sets a rule for later is read by the stacked model alone: that marker is one
-        # of its cues, which the tuned reader does not see ("Could you answer in Spanish from now on?" was a
-        # one-off request to it at 0.97, and the rule for later in LocalAnalyzer._conclude reads these).
-        weights = np.array([0.0 if sets_a_rule_for_later(t.text) else tuned_weight for t in turns])[:, None]
         both = np.exp(
-            (1 - weights) * np.log(np.clip(stacked, 1e-6, None)) + weights * np.log(np.clip(tuned, 1e-6, None))
+            (1 - tuned_weight) * np.log(np.clip(stacked[asked], 1e-6, None))
+            + tuned_weight * np.log(np.clip(tuned, 1e-6, None))
         )
-        return both / both.sum(axis=1, keepdims=True)
+        combined = stacked.copy()
+        combined[asked] = both / both.sum(axis=1, keepdims=True)
+        return combined
 
     def attach(self, embedder: Any) -> None:
         """Read through this process's embedder (models loaded from the store: it is not pickled)."""

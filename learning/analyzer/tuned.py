@@ -18,9 +18,11 @@ probabilities, five more fits).
 
 The fit is deterministic for a given machine and thread count (fixed seed, fixed batch order, float32,
 one thread by default like the embedder). At run time the tuned layers run after the frozen ones in
-the embedder's precision (bfloat16 autocast where the CPU has it), one more forward pass per message
-(the frozen bottom again and the tuned top; reusing the embedder's own pass is left for later: the
-ONNX Runtime path does not give the token states).
+the embedder's precision (bfloat16 autocast where the CPU has it). Where the embedder's own pass ran on
+torch (the worker's batches), the tuned layers continue from its token states out of the frozen layers
+(``LocalEmbedder.embed_with_states``): half a pass more per message; where it ran on ONNX Runtime, which
+gives the layer's mean only (one text under bfloat16, every call in float32), the frozen layers run again.
+It is asked only where the stacked model is unsure (``model.TUNED_BELOW``).
 """
 
 from __future__ import annotations
@@ -164,8 +166,12 @@ class TunedTypeModel:
         return hidden, mask
 
     # -- reading --------------------------------------------------------------------------------------
-    def predict_proba(self, texts: list[str]) -> np.ndarray:
-        """Each text's probability of each type, in ``TYPES`` order."""
+    def predict_proba(self, texts: list[str], states: list[Any] | None = None) -> np.ndarray:
+        """Each text's probability of each type, in ``TYPES`` order. ``states``: the texts' token states out of the
+        frozen layers when the embedder's own pass gave them (``LocalEmbedder.embed_with_states``): only the tuned
+        layers then run (else the frozen ones run here first)."""
+        if states is not None and len(states) != len(texts):
+            raise ValueError("One token-state tensor per text.")
         import torch  # noqa: PLC0415  heavy: only with the local model
 
         if not texts:
@@ -180,7 +186,10 @@ class TunedTypeModel:
         with torch.inference_mode(), autocast():
             for start in range(0, len(order), PREDICT_BATCH):
                 chunk = order[start : start + PREDICT_BATCH]
-                logits = self._top(*self._bottom([texts[i] for i in chunk]))
+                if states is None:
+                    logits = self._top(*self._bottom([texts[i] for i in chunk]))
+                else:
+                    logits = self._top(*self._padded([states[i] for i in chunk]))
                 probs[chunk] = torch.softmax(logits.float(), dim=-1).numpy()
         return probs
 

@@ -356,15 +356,16 @@ def messages_analyze(*, message_ids: list[str]) -> dict[str, Analysis]:
     # Model work outside any transaction: one forward pass for the batch's messages, one for the
     # context turns no stored vector covers, one for the preferences found.
     embedder = get_embedder()
-    from learning.analyzer.model import embed_texts_with_layer  # noqa: PLC0415  heavy: scikit-learn, the worker's
+    from learning.analyzer.model import embed_texts_with_states  # noqa: PLC0415  heavy: scikit-learn, the worker's
 
-    # The local analyzer also reads an early layer of the same forward pass (when the model gives it).
-    vectors, layers = embed_texts_with_layer(embedder, [m.content for m in messages])
+    # The local analyzer also reads an early layer of the same forward pass (when the model gives it), and its
+    # tuned type reader continues from that layer's token states.
+    vectors, layers, states = embed_texts_with_states(embedder, [m.content for m in messages])
     categories = prompt_categories(vectors)
     patterns = {p.message_id: p for p in PromptPattern.objects.filter(message_id__in=[m.pk for m in messages])}
     items, similar_patterns, earlier = _inputs(messages, vectors, patterns)
     known = KnownVectors(embedder, _known_vectors(messages, vectors, earlier))
-    analyses = _analyses(items, vectors, known, layers)
+    analyses = _analyses(items, vectors, known, layers, states)
     preference_vectors = _preference_vectors(messages, analyses, known)
 
     # Each message is applied in a short transaction of its own: what it teaches locks rows of its
@@ -458,13 +459,17 @@ def _known_vectors(messages: list[ChatMessage], vectors: np.ndarray, earlier: di
 
 
 def _analyses(
-    items: list[AnalyzerInput], vectors: np.ndarray, known: KnownVectors, layers: np.ndarray | None
+    items: list[AnalyzerInput],
+    vectors: np.ndarray,
+    known: KnownVectors,
+    layers: np.ndarray | None,
+    states: list[Any] | None = None,
 ) -> list[Analysis]:
     analyzer = get_analyzer()
     # The local analyzer takes the vectors just computed, and the known ones of the context, in one call.
     analyze_embedded = getattr(analyzer, "analyze_embedded", None)
     if analyze_embedded is not None:
-        return analyze_embedded(items, vectors, embedder=known, layers=layers)
+        return analyze_embedded(items, vectors, embedder=known, layers=layers, states=states)
     return [analyzer.analyze(item) for item in items]
 
 

@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from learning.analyzer.model import TUNED_WEIGHT, TYPES, embed_turns, fit_models, has_context, load_rows
+from learning.analyzer.model import TUNED_BELOW, TUNED_WEIGHT, TYPES, embed_turns, fit_models, has_context, load_rows
 from learning.analyzer.tuned import TUNED_LAYERS, TunedTypeModel, _additive_mask, has_transformer
 
 
@@ -84,24 +84,35 @@ def test_the_tuned_reader_is_stored_without_the_transformer_and_attached_again(e
 
 
 def test_the_type_probabilities_are_a_weighted_geometric_mean_of_both_readers(analyzer):
-    """The shipped models read both: the stacked model's probabilities and the tuned layers', combined
-    as a normalised geometric mean in which the tuned reader has TUNED_WEIGHT of the log; at weight 0
-    the stacked model alone."""
+    """The shipped models read both where the stacked model is unsure: its probabilities and the tuned layers',
+    combined as a normalised geometric mean in which the tuned reader has TUNED_WEIGHT of the log; where the
+    stacked model is at least TUNED_BELOW sure, and at weight 0, the stacked model alone."""
     from learning.analyzer.features import Turn  # noqa: PLC0415
 
     models = analyzer.models
     assert models.tuned is not None
     assert 0 < TUNED_WEIGHT < 1
-    turns = [Turn("Replies in French for me please.", ""), Turn("No, the Tuesday one.", "I booked Monday.")]
+    texts = [
+        ("Replies in French for me please.", ""),
+        ("No, the Tuesday one.", "I booked Monday."),
+        ("the invoice thing again", ""),
+        ("hmm, maybe shorter", "Here is the summary of the report in five paragraphs."),
+        ("I prefer Celsius.", ""),
+        ("Thanks!", ""),
+    ]
+    turns = [Turn(text, previous) for text, previous in texts]
     embedded = embed_turns(analyzer.embedder, turns)
     stacked = models.type_model.predict_proba(models.features(turns, embedded), has_context(turns))
     tuned = models.tuned.predict_proba([t.text for t in turns])[
         :, [TYPES.index(str(c)) for c in models.type_model.classes_]
     ]
-    expected = stacked ** (1 - TUNED_WEIGHT) * tuned**TUNED_WEIGHT
-    assert np.allclose(
-        models.type_probabilities(turns, embedded), expected / expected.sum(axis=1, keepdims=True), atol=1e-5
-    )
+    mixed = stacked ** (1 - TUNED_WEIGHT) * tuned**TUNED_WEIGHT
+    mixed /= mixed.sum(axis=1, keepdims=True)
+    unsure = stacked.max(axis=1) < TUNED_BELOW
+    assert unsure.any()
+    assert (~unsure).any()
+    expected = np.where(unsure[:, None], mixed, stacked)
+    assert np.allclose(models.type_probabilities(turns, embedded), expected, atol=1e-3)
     assert np.allclose(models.type_probabilities(turns, embedded, tuned_weight=0.0), stacked, atol=1e-5)
 
 
@@ -146,3 +157,29 @@ def test_the_tuned_layers_are_copied_without_the_models_hooks(embedder):
         pickle.dumps(copied)
     finally:
         handle.remove()
+
+
+def test_the_tuned_layers_continue_from_the_embedders_own_pass(embedder, tuned):
+    """Where the embedder's pass ran on torch it hands over the analysis layer's token states, and the tuned
+    reader reads the same from them as when it runs the frozen layers itself (the worker's batches take
+    this path: half a pass per message instead of a whole one)."""
+    from learning.analyzer.model import embed_texts_with_layer, embed_texts_with_states  # noqa: PLC0415
+
+    texts = [
+        "Please keep answers short from now on.",
+        "That's wrong, the invoice was for March.",
+        "I'm allergic to penicillin.",
+        "Write the toast for Sunday.",
+    ]
+    vectors, layers, states = embed_texts_with_states(embedder, texts)
+    if states is None:  # every call on ONNX Runtime (a CPU without bfloat16): only the layer's mean comes back
+        assert embedder.onnx is not None
+        pytest.skip("the embedder's passes ran on ONNX Runtime here")
+    assert len(states) == len(texts)
+    assert [len(s) for s in states] == [int(sum(m)) for m in embedder.model.preprocess(texts)["attention_mask"]]
+    assert np.allclose(tuned.predict_proba(texts, states=states), tuned.predict_proba(texts), atol=1e-3)
+    plain_vectors, plain_layers = embed_texts_with_layer(embedder, texts)
+    assert np.array_equal(vectors, plain_vectors)
+    assert np.array_equal(layers, plain_layers)
+    with pytest.raises(ValueError, match="per text"):
+        tuned.predict_proba(texts, states=states[:2])
