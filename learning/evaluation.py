@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from learning.analyzer.base import Analysis, AnalyzerInput
+from learning.analyzer.base import MESSAGE_TYPES, Analysis, AnalyzerInput
 from learning.analyzer.tuned import has_transformer
 
-EVAL_TYPES = ("preference", "correction", "pain_point", "memory", "none")
+EVAL_TYPES = MESSAGE_TYPES
 HELD_OUT_SEED = 10  # fixes the 20 % held out; never changed to improve a score
 CV_SEED = 0
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+./:-]*[a-z0-9+]|[a-z0-9]")

@@ -7,6 +7,8 @@ from typing import Any, Literal, Protocol
 
 Detected = Literal["preference", "workflow", "pain_point", "correction", "none"]
 DETECTED_TYPES: tuple[str, ...] = ("preference", "workflow", "pain_point", "correction", "none")
+# What the local analyzer's type readers read one message as (a workflow is found across messages, not in one).
+MESSAGE_TYPES: tuple[str, ...] = ("preference", "correction", "pain_point", "memory", "none")
 
 
 @dataclass(frozen=True)

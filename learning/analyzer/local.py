@@ -144,14 +144,15 @@ class LocalAnalyzer:
         turns = [turn_from_context(item.current_message, item.recent_context) for item in items]
         embedded = embed_turns(self.embedder, turns, text_vectors=vectors, layer_vectors=layers, states=states)
         texts = [t.text for t in turns]
-        type_probs = m.type_probabilities(turns, embedded, self.tuned_weight)
+        standing = [sets_a_rule_for_later(text.strip()) for text in texts]  # read once: three readers use it
+        type_probs = m.type_probabilities(turns, embedded, self.tuned_weight, standing)
         steering = m.steering.probabilities(texts, vectors, embedded.layer)
         # The category of every message that may be concluded a preference: the likeliest type, or a rule for
         # later (``_conclude`` keeps one as a preference below the likeliest type; it had no category then).
         prefs = [
             i
             for i, p in enumerate(type_probs)
-            if m.type_model.classes_[int(np.argmax(p))] == "preference" or sets_a_rule_for_later(texts[i])
+            if m.type_model.classes_[int(np.argmax(p))] == "preference" or standing[i]
         ]
         category: dict[int, str] = {}
         axis: dict[int, tuple[str, float]] = {}
@@ -165,7 +166,14 @@ class LocalAnalyzer:
         for i, item in enumerate(items):
             probs = {str(label): float(type_probs[i][j]) for j, label in enumerate(m.type_model.classes_)}
             results.append(
-                self._conclude(item, probs, float(steering[i]), category.get(i, ""), axis.get(i, (NO_AXIS, 0.0)))
+                self._conclude(
+                    item,
+                    probs,
+                    float(steering[i]),
+                    category.get(i, ""),
+                    axis.get(i, (NO_AXIS, 0.0)),
+                    standing=standing[i],
+                )
             )
         return results
 
@@ -204,8 +212,16 @@ class LocalAnalyzer:
         )
 
     def _conclude(
-        self, item: AnalyzerInput, probs: dict[str, float], steering: float, category: str, axis: tuple[str, float]
+        self,
+        item: AnalyzerInput,
+        probs: dict[str, float],
+        steering: float,
+        category: str,
+        axis: tuple[str, float],
+        standing: bool | None = None,
     ) -> Analysis:
+        """What the message teaches, from its readings. ``standing``: whether it sets a rule for later
+        (``features.sets_a_rule_for_later``), when the caller has read it already."""
         text = item.current_message.strip()
         label = max(probs, key=probs.__getitem__)
         confidence = probs[label]
@@ -228,7 +244,8 @@ class LocalAnalyzer:
         storable = probs.get("preference", 0.0) + probs.get("memory", 0.0)
         # A message that says it is a rule for later is no instance of a task, even when the type model is
         # unsure it is a preference: said three times, it is never a workflow.
-        standing = sets_a_rule_for_later(text)
+        if standing is None:
+            standing = sets_a_rule_for_later(text)
         if (label in ("preference", "memory") and storable < self.store_min) or (
             label in ("correction", "pain_point") and confidence < ABSTAIN_BELOW
         ):

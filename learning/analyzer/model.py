@@ -35,12 +35,13 @@ from sklearn.model_selection import StratifiedGroupKFold
 from sklearn.multiclass import OneVsRestClassifier
 
 from learning.analyzer.axes import AXIS_EXEMPLARS
+from learning.analyzer.base import MESSAGE_TYPES
 from learning.analyzer.features import Turn, context_cues, cues, sets_a_rule_for_later, steering_cues
 from learning.analyzer.tuned import TunedTypeModel, has_transformer
 from learning.safety import SteeringModel
 
 DATA = Path(__file__).resolve().parent / "data" / "labelled_messages.jsonl"
-TYPES = ("preference", "correction", "pain_point", "memory", "none")
+TYPES = MESSAGE_TYPES
 NO_AXIS = "-"
 CUE_WEIGHT = 0.5
 WORD_WEIGHT = 1.0  # chosen by grouped cross-validation on the training part (0.5/1/2; 1 since the added lines)
@@ -158,8 +159,9 @@ def embed_texts_with_layer(embedder, texts: list[str]) -> tuple[np.ndarray, np.n
 
 
 def embed_texts_with_states(embedder, texts: list[str]) -> tuple[np.ndarray, np.ndarray | None, list[Any] | None]:
-    """``embed_texts_with_layer`` and, when the embedder gives them (``embed_with_states`` on torch), each text's
-    token states out of the analysis layer, which the tuned type reader continues from (else None)."""
+    """``embed_texts_with_layer`` and, when the embedder gives them (``embed_with_states``), each text's token
+    states out of the analysis layer, which the tuned type reader continues from: None for a text whose pass ran
+    on ONNX Runtime (under bfloat16 a chunk of one text goes there), None for all when the embedder has none."""
     if not callable(getattr(embedder, "embed_with_layer", None)):
         return embed_texts(embedder, texts), None, None
     with_states: Any = getattr(embedder, "embed_with_states", None)
@@ -174,8 +176,7 @@ def embed_texts_with_states(embedder, texts: list[str]) -> tuple[np.ndarray, np.
             vectors[chunk], layers[chunk] = embedder.embed_with_layer(batch)
             continue
         vectors[chunk], layers[chunk], found = with_states(batch)
-        if found is None:  # ONNX Runtime: the layer's mean only
-            states = None
+        if found is None:  # ONNX Runtime: the layer's mean only; the tuned reader runs these texts' bottom itself
             continue
         for i, state in zip(chunk, found, strict=True):
             states[i] = state
@@ -192,7 +193,7 @@ class Embedded:
 
     text: np.ndarray
     layer: np.ndarray | None = None
-    states: list[Any] | None = None  # the analysis layer's token states, when the embedder ran on torch
+    states: list[Any] | None = None  # the analysis layer's token states, per text where the embedder ran on torch
 
 
 def embed_turns(
@@ -273,14 +274,21 @@ class Models:
         return sparse.hstack([sparse.csr_matrix(dense), words, self.chars.transform(texts)]).tocsr()
 
     def type_probabilities(
-        self, turns: list[Turn], embedded: Embedded, tuned_weight: float = TUNED_WEIGHT
+        self,
+        turns: list[Turn],
+        embedded: Embedded,
+        tuned_weight: float = TUNED_WEIGHT,
+        standing: list[bool] | None = None,
     ) -> np.ndarray:
         """Each turn's probability of each type, in ``type_model.classes_`` order: the stacked model's, and
         where the models were fitted with the local transformer, its weighted geometric mean with the tuned
-        top layers' (``learning.analyzer.tuned``; ``tuned_weight`` is the tuned reader's share of the log)."""
+        top layers' (``learning.analyzer.tuned``; ``tuned_weight`` is the tuned reader's share of the log).
+        ``standing``: whether each turn sets a rule for later, when the caller has read it already."""
         stacked = self.type_model.predict_proba(self.features(turns, embedded), has_context(turns))
         if self.tuned is None or tuned_weight == 0:
             return stacked
+        if standing is None:
+            standing = [sets_a_rule_for_later(turn.text) for turn in turns]
         # The tuned reader is asked only where it can matter: where the stacked model is less than TUNED_BELOW
         # sure, and not for a message that says it sets a rule for later, which the stacked model reads alone
         # (that marker is one of its cues, which the tuned reader does not see: "Could you answer in Spanish
@@ -288,8 +296,8 @@ class Models:
         # reads these).
         asked = [
             i
-            for i, (turn, probs) in enumerate(zip(turns, stacked, strict=True))
-            if probs.max() < TUNED_BELOW and not sets_a_rule_for_later(turn.text)
+            for i, (probs, for_later) in enumerate(zip(stacked, standing, strict=True))
+            if probs.max() < TUNED_BELOW and not for_later
         ]
         if not asked:
             return stacked

@@ -33,13 +33,15 @@ from typing import Any
 
 import numpy as np
 
-TYPES = ("preference", "correction", "pain_point", "memory", "none")  # model.TYPES (no import: model imports us)
+from learning.analyzer.base import MESSAGE_TYPES as TYPES
+
 TUNED_LAYERS = 3  # the top three of MiniLM's six; the frozen three are the analysis layer's (core.embeddings)
 EPOCHS = 4
 BATCH = 16
 LEARNING_RATE = 5e-5  # the tuned layers
 HEAD_LEARNING_RATE = 1e-3
 WEIGHT_DECAY = 0.01
+LABEL_SMOOTHING = 0.0
 SEED = 0
 PREDICT_BATCH = 64
 
@@ -101,6 +103,14 @@ class TunedTypeModel:
             hidden = self._layer(layer, hidden, additive)
         return hidden, mask
 
+    def _frozen_states(self, texts: list[str]) -> list[Any]:
+        """Each text's token states out of the frozen layers, unpadded (in batches of PREDICT_BATCH)."""
+        states: list[Any] = []
+        for start in range(0, len(texts), PREDICT_BATCH):
+            hidden, mask = self._bottom(texts[start : start + PREDICT_BATCH])
+            states.extend(h[: int(m.sum())].clone() for h, m in zip(hidden, mask, strict=True))
+        return states
+
     @staticmethod
     def _layer(layer: Any, hidden: Any, additive: Any) -> Any:
         out = layer(hidden, attention_mask=additive)
@@ -122,11 +132,8 @@ class TunedTypeModel:
         torch.manual_seed(SEED)
         self.head.reset_parameters()  # seeded: the same fit on the same machine
         # The frozen states of every text, once, unpadded (a training batch pads its own texts).
-        states: list[Any] = []
         with torch.inference_mode():
-            for start in range(0, len(texts), PREDICT_BATCH):
-                hidden, mask = self._bottom(texts[start : start + PREDICT_BATCH])
-                states.extend(h[: int(m.sum())].clone() for h, m in zip(hidden, mask, strict=True))
+            states = self._frozen_states(texts)
         counts = np.bincount(y, minlength=len(TYPES))
         # Balanced classes, as the stacked model's; a type a fold lacks weighs nothing.
         weight = torch.tensor(
@@ -147,7 +154,9 @@ class TunedTypeModel:
             for start in range(0, len(order), BATCH):
                 batch = order[start : start + BATCH]
                 hidden, mask = self._padded([states[i] for i in batch])
-                loss = torch.nn.functional.cross_entropy(self._top(hidden, mask), targets[batch], weight=weight)
+                loss = torch.nn.functional.cross_entropy(
+                    self._top(hidden, mask), targets[batch], weight=weight, label_smoothing=LABEL_SMOOTHING
+                )
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
@@ -168,8 +177,8 @@ class TunedTypeModel:
     # -- reading --------------------------------------------------------------------------------------
     def predict_proba(self, texts: list[str], states: list[Any] | None = None) -> np.ndarray:
         """Each text's probability of each type, in ``TYPES`` order. ``states``: the texts' token states out of the
-        frozen layers when the embedder's own pass gave them (``LocalEmbedder.embed_with_states``): only the tuned
-        layers then run (else the frozen ones run here first)."""
+        frozen layers where the embedder's own pass gave them (``LocalEmbedder.embed_with_states``; None for a text
+        it did not): only the tuned layers then run (the frozen ones run here first for the others)."""
         if states is not None and len(states) != len(texts):
             raise ValueError("One token-state tensor per text.")
         import torch  # noqa: PLC0415  heavy: only with the local model
@@ -184,12 +193,13 @@ class TunedTypeModel:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
         probs = np.zeros((len(texts), len(TYPES)))
         with torch.inference_mode(), autocast():
+            given = list(states) if states is not None else [None] * len(texts)
+            missing = [i for i in order if given[i] is None]
+            for i, state in zip(missing, self._frozen_states([texts[i] for i in missing]), strict=True):
+                given[i] = state
             for start in range(0, len(order), PREDICT_BATCH):
                 chunk = order[start : start + PREDICT_BATCH]
-                if states is None:
-                    logits = self._top(*self._bottom([texts[i] for i in chunk]))
-                else:
-                    logits = self._top(*self._padded([states[i] for i in chunk]))
+                logits = self._top(*self._padded([given[i] for i in chunk]))
                 probs[chunk] = torch.softmax(logits.float(), dim=-1).numpy()
         return probs
 

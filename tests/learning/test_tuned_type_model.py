@@ -172,10 +172,11 @@ def test_the_tuned_layers_continue_from_the_embedders_own_pass(embedder, tuned):
         "Write the toast for Sunday.",
     ]
     vectors, layers, states = embed_texts_with_states(embedder, texts)
-    if states is None:  # every call on ONNX Runtime (a CPU without bfloat16): only the layer's mean comes back
+    assert states is not None
+    assert len(states) == len(texts)
+    if all(s is None for s in states):  # every call on ONNX Runtime (a CPU without bfloat16): the layer's mean only
         assert embedder.onnx is not None
         pytest.skip("the embedder's passes ran on ONNX Runtime here")
-    assert len(states) == len(texts)
     assert [len(s) for s in states] == [int(sum(m)) for m in embedder.model.preprocess(texts)["attention_mask"]]
     assert np.allclose(tuned.predict_proba(texts, states=states), tuned.predict_proba(texts), atol=1e-3)
     plain_vectors, plain_layers = embed_texts_with_layer(embedder, texts)
@@ -183,3 +184,21 @@ def test_the_tuned_layers_continue_from_the_embedders_own_pass(embedder, tuned):
     assert np.array_equal(layers, plain_layers)
     with pytest.raises(ValueError, match="per text"):
         tuned.predict_proba(texts, states=states[:2])
+
+
+def test_texts_the_embedder_gave_no_states_for_get_their_frozen_layers_run_beside_the_others(tuned):
+    """Under bfloat16 a chunk of one text runs on ONNX Runtime, which gives no token states: the other texts'
+    states are still used, and the tuned reader runs the frozen layers for the ones without."""
+    import torch  # noqa: PLC0415
+
+    texts = [
+        "Please keep answers short from now on.",
+        "That's wrong, the invoice was for March.",
+        "I'm allergic to penicillin.",
+        "Write the toast for Sunday.",
+    ]
+    with torch.inference_mode():
+        states = tuned._frozen_states(texts)
+    mixed = [states[0], None, states[2], None]
+    assert np.allclose(tuned.predict_proba(texts, states=mixed), tuned.predict_proba(texts), atol=1e-3)
+    assert np.allclose(tuned.predict_proba(texts, states=[None] * 4), tuned.predict_proba(texts), atol=1e-6)
