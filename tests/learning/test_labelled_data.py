@@ -18,6 +18,7 @@ MESSAGES = DATA / "labelled_messages.jsonl"
 WORKFLOWS = DATA / "workflow_sessions.jsonl"
 OLD_SET = ROOT / "tests" / "data" / "analyzer_labelled.jsonl"
 PROBE = DATA / "probe_plain_rules.jsonl"  # scored by analyzer_eval, never fitted on
+FRESH = DATA / "heldout_fresh.jsonl"  # written blind; scored by analyzer_eval, never fitted on, mistakes never shown
 
 TYPES = {"preference", "correction", "pain_point", "memory", "none"}
 CATEGORIES = {"tone", "length", "format", "expertise", "output", "behavior"}
@@ -93,6 +94,11 @@ def messages() -> list[dict]:
 @pytest.fixture(scope="module")
 def probe() -> list[dict]:
     return _load(PROBE)
+
+
+@pytest.fixture(scope="module")
+def fresh() -> list[dict]:
+    return _load(FRESH)
 
 
 @pytest.fixture(scope="module")
@@ -293,3 +299,40 @@ def test_the_probe_is_never_fitted_on(messages, probe):
     assert not {m["text"].lower() for m in probe} & {m["text"].lower() for m in messages}
     assert not {" ".join(_words(m["text"])[:4]) for m in probe} & {" ".join(_words(m["text"])[:4]) for m in messages}
     assert Counter(m["type"] for m in probe) == {"preference": 32, "none": 22, "memory": 6}
+
+
+def test_the_fresh_held_out_lines_are_labelled_as_the_others_and_never_fitted_on(messages, probe, fresh):
+    """The blind held-out lines keep the schema and the labelling rules' shape (their domains are their author's own),
+    and none of their ids or texts is in a file the analyzer is fitted on."""
+    assert len(fresh) == 148
+    assert Counter(m["type"] for m in fresh) == {
+        "none": 52,
+        "preference": 41,
+        "memory": 21,
+        "correction": 19,
+        "pain_point": 15,
+    }
+    for m in fresh:
+        where = f"{m.get('id')}: {m.get('text')!r}"
+        assert set(m) == MESSAGE_KEYS | {"source"}, where
+        assert m["source"] == "heldout-fresh", where
+        assert m["type"] in TYPES, where
+        assert isinstance(m["domain"], str), where
+        assert m["domain"].strip(), where
+        is_pref = m["type"] == "preference"
+        assert (m["category"] in CATEGORIES) if is_pref else m["category"] is None, where
+        assert (m["instruction"] or "").strip() if is_pref else m["instruction"] is None, where
+        assert m["axis"] is None or is_pref, where
+        assert all(_occurs(k, m["text"]) for k in m["key"]), where
+        assert not m["steering"] or m["type"] == "none", where
+    fitted = messages + probe
+    assert not {m["id"] for m in fresh} & {m["id"] for m in fitted}
+    assert not {m["text"].lower() for m in fresh} & {m["text"].lower() for m in fitted}
+
+
+def test_the_fresh_held_out_lines_are_no_near_copies_of_fitted_ones(messages, probe, fresh, embedder):
+    """Lines within MiniLM cosine 0.8 of a line the analyzer is fitted on (or of the probe) were dropped when the
+    set was taken in: a near-copy would score what was fitted, not what generalises."""
+    fresh_vectors = embedder.embed([m["text"] for m in fresh])
+    fitted_vectors = embedder.embed([m["text"] for m in messages + probe])
+    assert float((fresh_vectors @ fitted_vectors.T).max()) < 0.8

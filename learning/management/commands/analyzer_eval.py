@@ -31,6 +31,9 @@ OLD_TEAM_SET = Path(settings.BASE_DIR) / "tests" / "data" / "analyzer_labelled.j
 # Standing rules said without a habit marker and one-off requests of the same surface (data README): scored, never
 # fitted on; adding them to the fitted file made the grouped CV of the other lines worse.
 PROBE = DATA.parent / "probe_plain_rules.jsonl"
+# Lines written blind by a helper that read no file of the repository (data README): scored, never fitted on, and
+# their mistakes are never printed (a line read to fix it would no longer be held out).
+FRESH = DATA.parent / "heldout_fresh.jsonl"
 DEFAULT_PREFEVAL = next(
     (p / "shared" / "data" / "prefeval" for p in Path(settings.BASE_DIR).parents if (p / "shared" / "data").is_dir()),
     Path(settings.BASE_DIR).parent / "shared" / "data" / "prefeval",
@@ -121,6 +124,10 @@ class Command(BaseCommand):
                 probe = load_labelled(PROBE)
                 label = f"probe {PROBE.name} ({len(probe)}, never fitted on; the deployed analyzer)"
                 self.report(label, score_analyses(probe, analyze_rows(production, probe)), show)
+            if FRESH.is_file():
+                fresh = load_labelled(FRESH)
+                label = f"held out {FRESH.name} ({len(fresh)}, written blind, never fitted on; mistakes never shown)"
+                self.report(label, score_analyses(fresh, analyze_rows(production, fresh)), show=False)
             self.prefeval(production, options["prefeval"], show)
             self.steering(embedder, rows, show)
         if wanted in ("openai", "all"):
