@@ -147,7 +147,14 @@ _REPORTS = re.compile(
     r"\b(tell(s|ing)?|told|inform(s|ing)?|notify(ing)?|warn(s|ing)?|remind(s|ing)?) (?!(me|us|you|myself)\b)"
     r"(the |my |our |all |every |his |her |their )?\w+|"
     r"\blet(ting)? (?!(me|us)\b)\w+( \w+)? know\b|"
-    r"\b(say(s|ing)?|said|explain(s|ing)?|announc(e|es|ing)) to (?!(me|us)\b)\w+"
+    r"\b(say(s|ing)?|said|explain(s|ing)?|announc(e|es|ing)) to (?!(me|us)\b)\w+|"
+    # the same in the other languages whose markers _FOR_LATER knows: a reporting verb, then a "that" clause ("a
+    # dizer que a partir de agora...", "dire à mes collègues que désormais...", "sagen, dass ab jetzt...")
+    r"\b((dizer|decir|avisar|informar|explicar|anunciar|lembrar|recordar)(-?(le|les|lhe|lhes))?|"
+    r"diz(e|em)?|diga(m|s)?|di(le|les)|avis(a|e|em|en)|inform(a|e|er|ez|em|en)|explic(a|ue|uen)|anunci(a|e|en)|"
+    r"dire|dis|dites|annonc(er|e|ez)|expliqu(er|e|ez)|préven(ir|ez)|rappel(er|le|ez)|sag(en|e|t)|mitteil(en)?|"
+    r"erklär(en|e|t)|informier(en|e|t)|ankündig(en|e|t)|bescheid)\b(?![ -](me|moi|nous|mir|mich|uns)\b)[^.!?;:\n]*"
+    r"\b(que|dass)\b"
 )
 # Quoted text; a single-quoted span stays within one sentence, so an elision ("'90s") cannot reach a later apostrophe.
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'[^'.!?;\n]*[.!?]?'(?!\w)|‘[^’]*’")

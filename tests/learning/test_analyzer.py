@@ -500,8 +500,20 @@ def test_a_marker_in_what_somebody_else_is_told_is_no_rule_for_later():
         "how should I let my tenants know that from now on the bins go out on Sundays",
         "Write a reminder explaining that, as a rule, visitors sign in at reception.",
         "Draft a Teams post: 'From here on, all PRs need two approvals before merge.'",
+        # the same in the other languages whose markers count
+        "Redacta un aviso para decirle a los inquilinos que a partir de ahora la basura se saca los lunes.",
+        "Aide-moi à annoncer aux bénévoles que dorénavant les permanences commencent à 9 h.",
+        "Schreib eine Mail, um dem Team zu sagen, dass ab sofort Freitag Homeoffice ist.",
+        "Faz um post a avisar os sócios que de agora em diante o ginásio fecha às 22h.",
     ):
         assert not sets_a_rule_for_later(text), text
+    for text in (  # the user's own rules in those languages, a "que"/"dass" clause or not
+        "Quiero que a partir de ahora me respondas en español.",
+        "Désormais, réponds-moi en français, s'il te plaît.",
+        "Ich möchte, dass du ab jetzt immer auf Deutsch antwortest.",
+        "Dis-moi que c'est fini, et désormais écris plus court.",
+    ):
+        assert sets_a_rule_for_later(text), text
 
 
 def test_always_or_never_said_to_the_assistant_is_a_rule_for_later():
