@@ -102,11 +102,20 @@ _REFERS_BACK = re.compile(
 # habit markers that make such a question a standing rule ("Could you answer in Spanish from now on?")
 # rather than a job ("Could you translate this into Spanish?"). A linear model cannot AND the two cues
 # itself, so the pair is a feature of its own.
+_ASK_FORMS = (
+    r"(?:could|can|would|will) (?:you|u|ya)\b|(?:would|do) you mind\b|mind\b|"
+    r"(?:is|would) it (?:be )?(?:possible|ok|okay|alright|doable)\b|"
+    r"do you (?:think|reckon) you could\b|any chance\b|are you able\b|"
+    # the same in the other languages whose markers _FOR_LATER knows
+    r"(?:könntest|kannst|würdest) du\b|(?:könnten|können|würden) sie\b|¿?(?:podrías|podrias|puedes)\b|"
+    r"(?:pourrais|peux)[- ]tu\b|(?:pourriez|pouvez)[- ]vous\b|(?:você|vc) (?:pode|poderia)\b|(?:podes|poderias)\b"
+)
+# The ask opens the message, after a greeting or filler, a lead-in clause ("Going forward, is it possible to ..."), or
+# a marker for later ("From now on would you ..."); or it follows a reason (", so could you ...").
 _ASK = re.compile(
     r"^(?:\W*(?:hey|hi|ok|okay|so|also|quick (?:ask|question)|one thing)\b\W*)*"
-    r"(?:(?:[a-z ,]{1,60},\s*)?(?:could|can|would|will) (?:you|u|ya)\b|(?:would|do) you mind\b|mind\b|"
-    r"(?:is|would) it (?:be )?(?:possible|ok|okay|alright|doable)\b|"
-    r"do you (?:think|reckon) you could\b|any chance\b|are you able\b)"
+    r"(?:[a-z ,]{1,60},\s*|(?:from now on|going forward|in (?:the )?future|from here on|by default)\s+)?"
+    rf"(?:{_ASK_FORMS})|,\s*so\s+(?:{_ASK_FORMS})"
 )
 # Only markers about the assistant's answers: "always"/"never" count right after the ask ("could you always",
 # "would you mind never"), not inside a question about the world ("could you tell me whether I should always
@@ -114,7 +123,10 @@ _ASK = re.compile(
 _STANDING_MARKER = re.compile(
     r"\b(from now on|going forward|in (the )?future|from here on|from this point|(every time|each time|whenever) you|"
     r"by default|in general|as a rule|any ?more|make (it )?a habit|in (all|every) (your|my)|all your)\b|"
-    r"\b(you|u|ya|mind|to)( please| also| just)? (always|never)\b"
+    r"\b(you|u|ya|mind|to)( please| also| just)? (always|never)\b|"
+    # the other languages' markers for later (as _FOR_LATER's)
+    r"\b(ab jetzt|ab sofort|von nun an|künftig|in zukunft|a partir de ahora|de ahora en adelante|désormais|"
+    r"dorénavant|à partir de maintenant|a partir de agora|de agora em diante)\b"
 )
 # Words that say a message sets a rule for later turns: such a message is never one more instance of a
 # task, whatever the type model makes of it (a standing request said three times is not a workflow).
@@ -153,7 +165,8 @@ _REPORTS = re.compile(
     r"\b((dizer|decir|avisar|informar|explicar|anunciar|lembrar|recordar)(-?(le|les|lhe|lhes))?|"
     r"diz(e|em)?|diga(m|s)?|di(le|les)|avis(a|e|em|en)|inform(a|e|er|ez|em|en)|explic(a|ue|uen)|anunci(a|e|en)|"
     r"dire|dis|dites|annonc(er|e|ez)|expliqu(er|e|ez)|préven(ir|ez)|rappel(er|le|ez)|sag(en|e|t)|mitteil(en)?|"
-    r"erklär(en|e|t)|informier(en|e|t)|ankündig(en|e|t)|bescheid)\b(?![ -](me|moi|nous|mir|mich|uns)\b)[^.!?;:\n]*"
+    r"erklär(en|e|t)|informier(en|e|t)|ankündig(en|e|t)|bescheid|schreib(en|e|t)?|escrib(ir|e|a)|escrev(er|e|a)|"
+    r"écri(re|s|vez))\b(?![ -](me|moi|nous|mir|mich|uns)\b)[^.!?;:\n]*"
     r"\b(que|dass)\b"
 )
 # Quoted text; a single-quoted span stays within one sentence, so an elision ("'90s") cannot reach a later apostrophe.

@@ -505,6 +505,7 @@ def test_a_marker_in_what_somebody_else_is_told_is_no_rule_for_later():
         "Aide-moi à annoncer aux bénévoles que dorénavant les permanences commencent à 9 h.",
         "Schreib eine Mail, um dem Team zu sagen, dass ab sofort Freitag Homeoffice ist.",
         "Faz um post a avisar os sócios que de agora em diante o ginásio fecha às 22h.",
+        "Kannst du bitte den Mietern schreiben, dass ab sofort die Tiefgarage gesperrt ist?",
     ):
         assert not sets_a_rule_for_later(text), text
     for text in (  # the user's own rules in those languages, a "que"/"dass" clause or not

@@ -125,3 +125,27 @@ def test_a_rule_for_later_kept_below_the_likeliest_type_has_its_category(analyze
     result = analyzer.analyze(AnalyzerInput(current_message="Could you give me road distances in miles going forward?"))
     assert result.detected == "preference"
     assert result.preference.category in {"tone", "length", "format", "expertise", "output", "behavior"}
+
+
+def test_a_request_put_as_a_question_is_recognised_after_a_lead_in_and_in_other_languages():
+    """The ask after a lead-in clause, after a marker for later, after a reason (", so could you"), and in the other
+    languages whose markers for later count; a question about the world is no request, whatever its marker."""
+    from learning.analyzer.features import asks_the_assistant  # noqa: PLC0415
+
+    for text in (
+        "In future, is it okay to get the rota as a table?",
+        "Going forward would you put the due date first?",
+        "I'm partially sighted, so could you avoid light grey text from here on?",
+        "Könntest du künftig die Quellen immer verlinken?",
+        "¿Puedes darme las cifras en euros de ahora en adelante?",
+        "Peux-tu me tutoyer désormais ?",
+        "Você pode usar o sistema métrico a partir de agora?",
+    ):
+        assert asks_the_assistant(text), text
+    for text in (
+        "Going forward, should we invoice monthly?",
+        "Is it true that interest rates never go negative?",
+        "Why can you not open PDFs?",
+        "So what can the committee decide from now on?",
+    ):
+        assert not asks_the_assistant(text), text
