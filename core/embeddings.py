@@ -170,7 +170,7 @@ class LocalEmbedder:
     def embed_with_layer(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """``embed(texts)`` and, from the same forward passes, each text's mean of the
         ``ANALYSIS_LAYER``-th layer's token states (unit length): what the local analyzer reads."""
-        vectors, layers, _ = self.embed_with_states(texts)
+        vectors, layers, _ = self._passes(texts, keep_states=False)
         return vectors, layers
 
     def embed_with_states(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[Any] | None]:
@@ -178,6 +178,11 @@ class LocalEmbedder:
         ``ANALYSIS_LAYER``-th layer (unpadded tensors): the local analyzer's tuned type reader continues from
         them instead of running the layers below again (learning.analyzer.tuned). None from ONNX Runtime,
         which gives the layer's mean only."""
+        return self._passes(texts, keep_states=True)
+
+    def _passes(self, texts: list[str], *, keep_states: bool) -> tuple[np.ndarray, np.ndarray, list[Any] | None]:
+        """The forward passes behind ``embed_with_layer`` and ``embed_with_states`` (the token states copied out
+        only when they are kept)."""
         if not texts:
             empty = np.zeros((0, self.dimensions), dtype=np.float32)
             return empty, empty.copy(), []
@@ -196,11 +201,13 @@ class LocalEmbedder:
                 with _LayerTap(self.model) as tap:
                     sentences.append(self.model(features)["sentence_embedding"].float())
                 layers.append(tap.mean(features["attention_mask"]).float())
+                if not keep_states:
+                    continue
                 states.extend(
                     hidden[: int(mask.sum())].clone()
                     for hidden, mask in zip(tap.states, features["attention_mask"], strict=True)
                 )
-        return _unit(torch.cat(sentences).numpy()), _unit(torch.cat(layers).numpy()), states
+        return _unit(torch.cat(sentences).numpy()), _unit(torch.cat(layers).numpy()), states if keep_states else None
 
 
 # The library versions an exported file depends on (the graph is torch's export of this code's module chain).

@@ -117,6 +117,12 @@ _ASK = re.compile(
     r"(?:[a-z ,]{1,60},\s*|(?:from now on|going forward|in (?:the )?future|from here on|by default)\s+)?"
     rf"(?:{_ASK_FORMS})|,\s*so\s+(?:{_ASK_FORMS})"
 )
+# "From now on" in the other languages the labelled set speaks (German, Spanish, French, Portuguese): a habit marker
+# of a question (_STANDING_MARKER) and a rule for later (_FOR_LATER).
+_OTHER_LANGUAGES_FOR_LATER = (
+    r"ab jetzt|ab sofort|von nun an|künftig|in zukunft|a partir de ahora|de ahora en adelante|desde ahora|"
+    r"désormais|dorénavant|à partir de maintenant|a partir de agora|de agora em diante|daqui (pra|para) frente"
+)
 # Only markers about the assistant's answers: "always"/"never" count right after the ask ("could you always",
 # "would you mind never"), not inside a question about the world ("could you tell me whether I should always
 # back up?"; grouped CV: 8 mislearned of 383 stored against 13 with any "always").
@@ -124,18 +130,14 @@ _STANDING_MARKER = re.compile(
     r"\b(from now on|going forward|in (the )?future|from here on|from this point|(every time|each time|whenever) you|"
     r"by default|in general|as a rule|any ?more|make (it )?a habit|in (all|every) (your|my)|all your)\b|"
     r"\b(you|u|ya|mind|to)( please| also| just)? (always|never)\b|"
-    # the other languages' markers for later (as _FOR_LATER's)
-    r"\b(ab jetzt|ab sofort|von nun an|künftig|in zukunft|a partir de ahora|de ahora en adelante|désormais|"
-    r"dorénavant|à partir de maintenant|a partir de agora|de agora em diante)\b"
+    rf"\b({_OTHER_LANGUAGES_FOR_LATER})\b"
 )
 # Words that say a message sets a rule for later turns: such a message is never one more instance of a
 # task, whatever the type model makes of it (a standing request said three times is not a workflow).
 _FOR_LATER = re.compile(
     r"\b(from now on|going forward|in (the )?future|from here on|from this point (on|forward)|by default|"
     r"as a (general )?rule|(every time|whenever|each time) (you|i ask)|"
-    # the same in the other languages the labelled set speaks
-    r"ab jetzt|ab sofort|von nun an|künftig|in zukunft|a partir de ahora|de ahora en adelante|desde ahora|"
-    r"désormais|dorénavant|à partir de maintenant|a partir de agora|de agora em diante|daqui (pra|para) frente)\b"
+    rf"{_OTHER_LANGUAGES_FOR_LATER})\b"
 )
 
 
