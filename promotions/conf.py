@@ -21,7 +21,7 @@ class PromotionsSettings(AppSettings):
         3, minimum=1, maximum=1000, doc="stale (or wrong-project) marks a chunk needs before it is penalised for them"
     )
     RETRIEVAL_SCAN_MIN_EFFECTIVE = Tunable(
-        2.0, minimum=0.5, maximum=10_000.0, doc="expected examinations a chunk needs in a neighbourhood to be judged"
+        1.0, minimum=0.5, maximum=10_000.0, doc="expected examinations a chunk needs in a neighbourhood to be judged"
     )
     RETRIEVAL_SCAN_RENEWAL = Tunable(
         2.0,

@@ -267,6 +267,28 @@ def test_a_few_skips_weigh_more_in_a_window_where_most_results_go_unused(world, 
     assert _decided(prior_eta)[(second.pk, "probe")] == "unhelpful"
 
 
+def test_two_uses_low_on_a_page_seen_five_times_are_judged(world, chunks):
+    # Five searches of a query with feedback; users look at rank r about 1/r of the time, so rank 4
+    # was looked at 1.25 times, expected. It was used twice and ranks 1-3 never. Judged with a floor of
+    # 2 expected examinations it was not judged at all (and such a query's relevant results below the
+    # top 3 rarely are); with a floor of 1, the posterior decides, in a window where most results go unused.
+    top, second, third, deep = (chunks[k] for k in ("top", "second", "third", "deep"))
+    TraceRollup.objects.bulk_create(
+        [
+            *(
+                _rollup(chunk, f"topic {i}", rank, 13, 6 if rank == 1 else 0)
+                for i in range(60)
+                for rank, chunk in enumerate((top, second, third, deep), start=1)
+            ),
+            *(_rollup(chunk, "probe", rank, 5, 0) for rank, chunk in enumerate((top, second, third), start=1)),
+            _rollup(deep, "probe", 4, 5, 2),
+        ]
+    )
+    decided = _decided(Propensity(1.0, "prior", 0, 0.1))
+    assert decided[(deep.pk, "probe")] == "helpful"
+    assert (third.pk, "probe") not in decided  # 1.7 looks without a use: too little against a result
+
+
 def test_estimates_on_a_simulated_population_not_fitted_on(world, chunks):
     """80 neighbourhoods of four results; in each one chosen at random is relevant (used 60 % of the
     times it is looked at), the others are used 4 % of the time; users look at rank r with probability
