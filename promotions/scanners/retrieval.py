@@ -26,9 +26,12 @@ content words, ``retrieval.scope.query_terms``), how relevant the chunk is once 
   is at least RETRIEVAL_SCAN_CONFIDENCE, with at least RETRIEVAL_SCAN_MIN_SUPPORT uses and
   RETRIEVAL_SCAN_MIN_EFFECTIVE examinations, unless the chunk is already at rank 1 for the
   neighbourhood's queries (a boost would change nothing); a **penalty** when it is that sure the chunk
-  trails the baseline by that factor. The multiplier is the posterior mean over the baseline, within
-  the weight bounds. A contrary mark is evidence like any other: it lowers the estimate, it blocks
-  nothing, and a result relevant on balance is not penalised.
+  trails by that factor the baseline or the window's global rate, whichever is higher (where nobody
+  uses anything the baseline is near zero, yet a result looked at and never used is still worse than
+  results usually are, and demoting it is what makes room for the results below). The multiplier
+  is the posterior mean over that reference, within the weight bounds. A contrary mark is evidence
+  like any other: it lowers the estimate, it blocks nothing, and a result relevant on balance is not
+  penalised.
 * **stale** content is penalised everywhere and **wrong-project** content within that project when
   such marks reach RETRIEVAL_SCAN_MIN_PROBLEM_MARKS and outweigh the chunk's uses (the Wilson lower bound
   of their share, at RETRIEVAL_SCAN_CONFIDENCE, above one half).
@@ -192,7 +195,7 @@ PRIOR_FIT_GROUPS = 5_000  # groups the prior is fitted on, about (a deterministi
 PRIOR_FIT_ROUNDS = 200
 # The judging rule's version: judgements stored under another are redone (with the settings, in the
 # reference's fingerprint).
-JUDGING = 1
+JUDGING = 2  # 2: a penalty is measured against the higher of the baseline and the global rate
 
 
 def _log_likelihood(used: Any, examined: Any) -> np.ndarray:
@@ -581,10 +584,11 @@ def _figures(
 def _judge(evidence: _Evidence, reference: _Reference) -> dict[tuple[int | None, str], _Verdict]:
     """Boosts and penalties per (chunk, neighbourhood), for every neighbourhood in ``evidence`` (which
     must hold all of each one's groups: the baseline is the neighbourhood's uses over its examinations,
-    shrunk toward the global rate). eta is known only within its spread, and the error that matters
-    differs by direction: examinations overestimated make skips look like evidence against a chunk,
-    underestimated make uses look like more relevance than there is. So a penalty is judged with eta
-    one posterior standard deviation higher (fewer examinations low on the page) and a boost with it
+    shrunk toward the global rate; a penalty is measured against the higher of it and the global
+    rate). eta is known only within its spread, and the error that matters differs by direction:
+    examinations overestimated make skips look like evidence against a chunk, underestimated make
+    uses look like more relevance than there is. So a penalty is judged with eta one posterior
+    standard deviation higher (fewer examinations low on the page) and a boost with it
     one lower: each must hold across the central credible interval."""
     conf = promotions_settings
     weight, support, lift = (
@@ -602,7 +606,7 @@ def _judge(evidence: _Evidence, reference: _Reference) -> dict[tuple[int | None,
         [neighbourhoods.setdefault((key[1], key[2]), len(neighbourhoods)) for key in evidence.keys], dtype=np.int64
     )
     used = evidence.used(weight)
-    judged_by: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    judged_by: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for model, rate, prior in zip(reference.models(), reference.rates, reference.priors, strict=True):
         examined = evidence.examined(model, weight)
         total_examined, total_used = np.zeros(len(neighbourhoods)), np.zeros(len(neighbourhoods))
@@ -613,7 +617,10 @@ def _judge(evidence: _Evidence, reference: _Reference) -> dict[tuple[int | None,
         summaries = np.zeros((len(examined), 3))
         at = np.flatnonzero(judged)
         summaries[at] = _summaries(prior, used[at], examined[at], confidence)
-        judged_by.append((examined, baseline, judged, summaries))
+        # A penalty is measured against the neighbourhood's baseline or the window's rate, whichever is
+        # higher: where nobody uses anything, a result looked at and never used still falls short of
+        # what a result looked at usually gives, and demoting it makes room for the results below.
+        judged_by.append((examined, baseline, judged, summaries, np.maximum(baseline, rate)))
     boosts, penalties = judged_by[0], judged_by[-1]
     eta, sd = reference.propensity.eta, reference.propensity.sd
     counts = evidence.counts
@@ -623,7 +630,7 @@ def _judge(evidence: _Evidence, reference: _Reference) -> dict[tuple[int | None,
         verdict = verdicts.setdefault((project_id, terms), _Verdict())
         verdict.groups += 1
         decision = None
-        examined, baseline, judged, summaries = boosts
+        examined, baseline, judged, summaries, _ = boosts
         if judged[i] and baseline[of[i]] > 0:
             lower, _, mean = summaries[i]
             # Relevant on balance: its uses outweigh the explicit verdicts against it (skips aside).
@@ -636,7 +643,7 @@ def _judge(evidence: _Evidence, reference: _Reference) -> dict[tuple[int | None,
                 multiplier = max(MILDEST_BOOST, clamp_multiplier(mean / baseline[of[i]]))
                 figures = _figures(evidence, i, examined[i], used[i], summaries[i], baseline[of[i]], eta - sd)
                 decision = ("helpful", multiplier, float(examined[i]), figures)
-        examined, baseline, judged, summaries = penalties
+        examined, _, judged, summaries, baseline = penalties
         if decision is None and judged[i] and baseline[of[i]] > 0:
             upper, mean = summaries[i][1], summaries[i][2]
             if (

@@ -267,6 +267,32 @@ def test_a_few_skips_weigh_more_in_a_window_where_most_results_go_unused(world, 
     assert _decided(prior_eta)[(second.pk, "probe")] == "unhelpful"
 
 
+def test_results_nobody_uses_are_penalised_where_nothing_is_used(world, chunks):
+    """A simulated population like the one below, with five searches per neighbourhood: in 60 of 80
+    one result of four is relevant, in 20 none is (every result used 4 % of the times it is looked
+    at). Judged only against their own neighbourhood's baseline, near zero where nothing is used,
+    the results at the top of those 20 were kept there, and nothing made room for the results below."""
+    rng = np.random.default_rng(7)
+    ordered = [chunks[k] for k in ("top", "second", "third", "deep")]
+    relevant: dict[str, int | None] = {}
+    rows = []
+    for i in range(80):
+        terms = f"topic {i}"
+        relevant[terms] = int(rng.integers(4)) if i < 60 else None
+        for rank, chunk in enumerate(ordered, start=1):
+            theta = 0.6 if rank - 1 == relevant[terms] else 0.04
+            looked = rng.binomial(5, rank**-1.0)
+            rows.append(_rollup(chunk, terms, rank, 5, int(rng.binomial(looked, theta))))
+    TraceRollup.objects.bulk_create(rows)
+    decided = _decided(Propensity(1.0, "prior", 0, 0.1))
+    rank_of = {chunk.pk: rank for rank, chunk in enumerate(ordered)}
+    penalties = [(chunk_id, terms) for (chunk_id, terms), kind in decided.items() if kind == "unhelpful"]
+    assert all(rank_of[chunk_id] != relevant[terms] for chunk_id, terms in penalties)
+    hopeless_tops = [terms for terms, r in relevant.items() if r is None]
+    found = {terms for chunk_id, terms in penalties if relevant[terms] is None and rank_of[chunk_id] == 0}
+    assert len(found) >= 0.5 * len(hopeless_tops)
+
+
 def test_two_uses_low_on_a_page_seen_five_times_are_judged(world, chunks):
     # Five searches of a query with feedback; users look at rank r about 1/r of the time, so rank 4
     # was looked at 1.25 times, expected. It was used twice and ranks 1-3 never. Judged with a floor of
