@@ -428,9 +428,9 @@ def dashboard_charts(figures: DashboardFigures) -> DashboardCharts:
                 "One count per search result shown with a learned weight (a net multiplier other than 1, "
                 "ai_retrieval_feedback.weight). A result is good when it was used in the answer, cited, referenced "
                 "or marked helpful, and bad when marked unhelpful, stale, wrong project or unsupported (a down-voted "
-                "answer marks the results it used unhelpful; bad wins over good). Helped: a boosted result that was "
-                "good, or a penalised one that was bad. Hurt: a boosted result that was bad, or a penalised one that "
-                "was good. Results nobody used or marked count neither way."
+                "answer marks the results it used unhelpful, an up-voted one helpful; bad wins over good). Helped: "
+                "a boosted result that was good, or a penalised one that was bad. Hurt: a boosted result that was "
+                "bad, or a penalised one that was good. Results nobody used or marked count neither way."
             ),
             height=SHORT,
             labels={"shown": "shown with a weight"},

@@ -116,8 +116,9 @@ TASTE_EDITED = Q(decision__decision="edited")
 # Retrieval weights, per search result shown with a net multiplier other than 1. A result is *good*
 # when it was used in the answer, cited, referenced or marked helpful, unless it was also marked
 # unhelpful, stale, wrong project or unsupported (*bad*; a down-voted answer marks the results it used
-# unhelpful). A boost helped a good result and hurt a bad one; a penalty helped by demoting a bad
-# result and hurt by demoting a good one. Results nobody marked or used count neither way.
+# unhelpful, an up-voted one helpful). A boost helped a good result and hurt a bad one; a penalty
+# helped by demoting a bad result and hurt by demoting a good one. Results nobody marked or used count
+# neither way.
 _BAD = Q(outcome__in=["unhelpful", "stale", "wrong_project", "unsupported"])
 _GOOD = ~_BAD & (Q(used_in_answer=True) | Q(cited=True) | Q(user_referenced=True) | Q(outcome="helpful"))
 WEIGHT_HELPED = (Q(weight__gt=1) & _GOOD) | (Q(weight__lt=1) & _BAD)

@@ -220,7 +220,8 @@ class RetrievalFeedbackApi(APIView):
         summary="Mark traced results cited / used / referenced, and their outcome",
         description="After answering with a search's results: which of them the answer cited or used, which "
         "the user referred to, their `outcome`, and the answer's rating. A downvoted answer marks the results "
-        "it used `unhelpful` and the rest `unknown`. Only your own traces (a service key acting for a user: "
+        "it used `unhelpful` and the rest `unknown`; an upvoted one marks the results it used `helpful` (an "
+        "`outcome` sent with a result stands). Only your own traces (a service key acting for a user: "
         "that user's); marking again updates the marks. `updated` counts the results marked.",
         examples=[
             OpenApiExample(

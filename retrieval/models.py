@@ -245,7 +245,7 @@ class TraceRollup(models.Model):
     shown = models.IntegerField(default=0)  # the sum of the counts below
     skipped = models.IntegerField(default=0)  # not used, no outcome
     clicked = models.IntegerField(default=0)  # cited, used or referenced (no explicit outcome)
-    helpful = models.IntegerField(default=0)
+    helpful = models.IntegerField(default=0)  # also: used in an answer that was voted up
     unhelpful = models.IntegerField(default=0)  # also: used in an answer that was voted down
     unsupported = models.IntegerField(default=0)
     stale = models.IntegerField(default=0)

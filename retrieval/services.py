@@ -555,7 +555,9 @@ def retrieval_feedback_record(
     *, actor: Actor, trace_id: str, items: Sequence[ResultFeedback], answer_rating: str | None = None
 ) -> list[RetrievalFeedback]:
     """Mark traced results cited / used / referenced and their outcome. A downvoted answer marks
-    the results it used ``unhelpful`` and the rest ``unknown``: evidence, never a verdict."""
+    the results it used ``unhelpful`` and the rest ``unknown``; an upvoted one marks the results it
+    used ``helpful`` and leaves the rest as they are. Evidence, never a verdict: the scan weighs it
+    with everything else (a vote is about the answer, and the results it used are what it was made of)."""
     trace = trace_get(actor=actor, trace_id=trace_id)
     if trace is None:
         raise NotFoundError("No such trace.", field="trace_id")
@@ -584,11 +586,18 @@ def retrieval_feedback_record(
                 if value is not None:
                     setattr(row, name, value)
             changed[item.chunk_id] = row
-        if answer_rating == "down":
+        if answer_rating is not None:
+            explicit = {i.chunk_id for i in items if i.outcome}
             for chunk_id, row in rows.items():
-                if chunk_id in {i.chunk_id for i in items if i.outcome}:
+                if chunk_id in explicit:
                     continue
-                row.outcome = "unhelpful" if (row.used_in_answer or row.cited) else "unknown"
+                used = row.used_in_answer or row.cited
+                if answer_rating == "down":
+                    row.outcome = "unhelpful" if used else "unknown"
+                elif used:
+                    row.outcome = "helpful"
+                else:
+                    continue
                 changed[chunk_id] = row
         # bulk_update does not run auto_now: the scan's rollups find marked rows by updated_at, and
         # searches that got feedback (even none used) by feedback_at.

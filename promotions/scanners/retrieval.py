@@ -15,7 +15,8 @@ content words, ``retrieval.scope.query_terms``), how relevant the chunk is once 
   a result shown at rank r and not used counts p(r) examinations without a use (a skip high up is
   strong negative evidence, one far down hardly any), a used one p(r) examinations and one use, an
   explicit outcome RETRIEVAL_SCAN_EXPLICIT_WEIGHT examinations (the user certainly looked): helpful
-  as uses, unhelpful or unsupported (also: used in an answer voted down) as non-uses.
+  (also: used in an answer voted up) as uses, unhelpful or unsupported (also: used in an answer voted
+  down) as non-uses.
 * **relevance** (the chance a chunk is used once looked at, in a neighbourhood) is estimated by
   empirical Bayes: a prior fitted on all the window's (chunk, neighbourhood) groups — how relevance
   is spread over them; in most windows most results shown are rarely used and a few often — updated

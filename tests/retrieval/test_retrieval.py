@@ -242,6 +242,27 @@ def test_a_downvoted_answer_is_evidence_not_a_verdict(world, corpus):
     assert set(outcomes.values()) == {"unknown"}
 
 
+def test_an_upvoted_answer_marks_what_it_used_helpful_and_nothing_else(world, corpus):
+    client = world.client("other")
+    body = search(client, "wing flutter", k=3).json()
+    used, reported, *_ = (r["chunk_id"] for r in body["results"])
+    feedback = {
+        "trace_id": body["trace_id"],
+        "results": [
+            {"chunk_id": used, "cited": True},
+            {"chunk_id": reported, "used_in_answer": True, "outcome": "stale"},
+        ],
+        "answer_rating": "up",
+    }
+    assert client.post("/api/v1/retrieval/feedback", feedback, format="json").status_code == 200
+    outcomes = {r.chunk.chunk_id: r.outcome for r in RetrievalFeedback.objects.filter(trace_id=body["trace_id"])}
+    # The client's own outcome stands; results the answer did not use keep no verdict.
+    assert (outcomes.pop(used), outcomes.pop(reported)) == ("helpful", "stale")
+    assert set(outcomes.values()) == {"unknown"}
+    signals = dict(FeedbackEvent.objects.filter(event_family="retrieval").values_list("subject_id", "signal"))
+    assert signals == {used: "positive", reported: "stale"}
+
+
 @pytest.mark.parametrize(
     ("results", "field"),
     [
