@@ -221,8 +221,9 @@ class RetrievalFeedbackApi(APIView):
         description="After answering with a search's results: which of them the answer cited or used, which "
         "the user referred to, their `outcome`, and the answer's rating. A downvoted answer marks the results "
         "it used `unhelpful` and the rest `unknown`; an upvoted one marks the results it used `helpful` (an "
-        "`outcome` sent with a result stands). Only your own traces (a service key acting for a user: "
-        "that user's); marking again updates the marks. `updated` counts the results marked.",
+        "`outcome` sent with a result, and an earlier `stale`, `wrong_project` or `unsupported`, stand). Only "
+        "your own traces (a service key acting for a user: that user's); marking again updates the marks. "
+        "`updated` counts the results marked.",
         examples=[
             OpenApiExample(
                 "The answer used the first result",

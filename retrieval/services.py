@@ -551,6 +551,9 @@ _SIGNAL_FOR_OUTCOME = {
 }
 
 
+_PASSAGE_REPORTS = frozenset({"stale", "wrong_project", "unsupported"})
+
+
 def retrieval_feedback_record(
     *, actor: Actor, trace_id: str, items: Sequence[ResultFeedback], answer_rating: str | None = None
 ) -> list[RetrievalFeedback]:
@@ -589,7 +592,9 @@ def retrieval_feedback_record(
         if answer_rating is not None:
             explicit = {i.chunk_id for i in items if i.outcome}
             for chunk_id, row in rows.items():
-                if chunk_id in explicit:
+                # A vote is about the answer: it never overrides an outcome sent with this call, nor a
+                # report about the passage itself (stale, wrong project, unsupported) from an earlier one.
+                if chunk_id in explicit or row.outcome in _PASSAGE_REPORTS:
                     continue
                 used = row.used_in_answer or row.cited
                 if answer_rating == "down":

@@ -261,6 +261,12 @@ def test_an_upvoted_answer_marks_what_it_used_helpful_and_nothing_else(world, co
     assert set(outcomes.values()) == {"unknown"}
     signals = dict(FeedbackEvent.objects.filter(event_family="retrieval").values_list("subject_id", "signal"))
     assert signals == {used: "positive", reported: "stale"}
+    # Voting again, either way, leaves the earlier report about the passage itself as it was.
+    for rating in ("up", "down"):
+        again = {"trace_id": body["trace_id"], "answer_rating": rating}
+        assert client.post("/api/v1/retrieval/feedback", again, format="json").status_code == 200
+        row = RetrievalFeedback.objects.get(trace_id=body["trace_id"], chunk__chunk_id=reported)
+        assert row.outcome == "stale"
 
 
 @pytest.mark.parametrize(
