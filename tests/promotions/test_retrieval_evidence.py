@@ -247,6 +247,36 @@ def _rollup(chunk: Chunk, terms: str, rank: int, shown: int, clicked: int) -> Tr
     )
 
 
+def _busy_window(*ordered: Chunk) -> list[TraceRollup]:
+    """60 other neighbourhoods of these results in rank order, each searched 13 times: the first used
+    6 times, the rest never (one look in four is used, most results go unused)."""
+    return [
+        _rollup(chunk, f"topic {i}", rank, 13, 6 if rank == 1 else 0)
+        for i in range(60)
+        for rank, chunk in enumerate(ordered, start=1)
+    ]
+
+
+def _population(
+    ordered: list[Chunk], *, size: int, answered: int, searches: int, eta: float, seed: int
+) -> tuple[list[TraceRollup], dict[str, int | None]]:
+    """``size`` neighbourhoods "topic i" of these results in rank order, searched ``searches`` times
+    with feedback by users who look at rank r with probability r^-eta. In the first ``answered`` one
+    result drawn at random is relevant (used 60 % of the times it is looked at); every other result is
+    used 4 % of the time. Returns the rollups and each neighbourhood's relevant position (or None)."""
+    rng = np.random.default_rng(seed)
+    relevant: dict[str, int | None] = {}
+    rows = []
+    for i in range(size):
+        terms = f"topic {i}"
+        relevant[terms] = int(rng.integers(len(ordered))) if i < answered else None
+        for rank, chunk in enumerate(ordered, start=1):
+            theta = 0.6 if rank - 1 == relevant[terms] else 0.04
+            looked = rng.binomial(searches, rank**-eta)
+            rows.append(_rollup(chunk, terms, rank, searches, int(rng.binomial(looked, theta))))
+    return rows, relevant
+
+
 def _decided(propensity: Propensity) -> dict[tuple[int, str], str]:
     return {(d.chunk_id, d.keys[0]): d.kind for d in _query_decisions(propensity, ScanReport())}
 
@@ -259,11 +289,7 @@ def test_a_few_skips_weigh_more_in_a_window_where_most_results_go_unused(world, 
     alone = _decided(prior_eta)
     assert (second.pk, "probe") not in alone  # 0 uses in 4 looks, and nothing else to compare with
     # The same evidence in a window of 60 other neighbourhoods where one result in four is used.
-    TraceRollup.objects.bulk_create(
-        _rollup(chunk, f"topic {i}", rank, 13, 6 if rank == 1 else 0)
-        for i in range(60)
-        for rank, chunk in enumerate((top, second, third, deep), start=1)
-    )
+    TraceRollup.objects.bulk_create(_busy_window(top, second, third, deep))
     assert _decided(prior_eta)[(second.pk, "probe")] == "unhelpful"
 
 
@@ -272,17 +298,8 @@ def test_results_nobody_uses_are_penalised_where_nothing_is_used(world, chunks):
     one result of four is relevant, in 20 none is (every result used 4 % of the times it is looked
     at). Judged only against their own neighbourhood's baseline, near zero where nothing is used,
     the results at the top of those 20 were kept there, and nothing made room for the results below."""
-    rng = np.random.default_rng(7)
     ordered = [chunks[k] for k in ("top", "second", "third", "deep")]
-    relevant: dict[str, int | None] = {}
-    rows = []
-    for i in range(80):
-        terms = f"topic {i}"
-        relevant[terms] = int(rng.integers(4)) if i < 60 else None
-        for rank, chunk in enumerate(ordered, start=1):
-            theta = 0.6 if rank - 1 == relevant[terms] else 0.04
-            looked = rng.binomial(5, rank**-1.0)
-            rows.append(_rollup(chunk, terms, rank, 5, int(rng.binomial(looked, theta))))
+    rows, relevant = _population(ordered, size=80, answered=60, searches=5, eta=1.0, seed=7)
     TraceRollup.objects.bulk_create(rows)
     decided = _decided(Propensity(1.0, "prior", 0, 0.1))
     rank_of = {chunk.pk: rank for rank, chunk in enumerate(ordered)}
@@ -301,11 +318,7 @@ def test_two_uses_low_on_a_page_seen_five_times_are_judged(world, chunks):
     top, second, third, deep = (chunks[k] for k in ("top", "second", "third", "deep"))
     TraceRollup.objects.bulk_create(
         [
-            *(
-                _rollup(chunk, f"topic {i}", rank, 13, 6 if rank == 1 else 0)
-                for i in range(60)
-                for rank, chunk in enumerate((top, second, third, deep), start=1)
-            ),
+            *_busy_window(top, second, third, deep),
             *(_rollup(chunk, "probe", rank, 5, 0) for rank, chunk in enumerate((top, second, third), start=1)),
             _rollup(deep, "probe", 4, 5, 2),
         ]
@@ -320,17 +333,8 @@ def test_estimates_on_a_simulated_population_not_fitted_on(world, chunks):
     times it is looked at), the others are used 4 % of the time; users look at rank r with probability
     r^-0.7 (not the prior's 1/r) in 15 searches with feedback. Boosts and penalties must land on the
     right results."""
-    rng = np.random.default_rng(2024)
     ordered = [chunks[k] for k in ("top", "second", "third", "deep")]
-    relevant: dict[str, int] = {}
-    rows = []
-    for i in range(80):
-        terms = f"topic {i}"
-        relevant[terms] = int(rng.integers(4))
-        for rank, chunk in enumerate(ordered, start=1):
-            theta = 0.6 if rank - 1 == relevant[terms] else 0.04
-            looked = rng.binomial(15, rank**-0.7)
-            rows.append(_rollup(chunk, terms, rank, 15, int(rng.binomial(looked, theta))))
+    rows, relevant = _population(ordered, size=80, answered=80, searches=15, eta=0.7, seed=2024)
     TraceRollup.objects.bulk_create(rows)
     decided = _decided(Propensity(1.0, "prior", 0, 0.1))
     rank_of = {chunk.pk: rank for rank, chunk in enumerate(ordered)}
@@ -350,11 +354,7 @@ def test_a_penalty_must_hold_across_the_spread_of_eta(world, chunks):
     top, second, third, deep = (chunks[k] for k in ("top", "second", "third", "deep"))
     TraceRollup.objects.bulk_create(
         [
-            *(
-                _rollup(chunk, f"topic {i}", rank, 13, 6 if rank == 1 else 0)
-                for i in range(60)
-                for rank, chunk in enumerate((top, second, third, deep), start=1)
-            ),
+            *_busy_window(top, second, third, deep),
             _rollup(top, "probe", 1, 15, 7),
             _rollup(deep, "probe", 8, 15, 0),  # low on the page, never used
         ]
