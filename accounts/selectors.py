@@ -201,6 +201,11 @@ def project_ids_for_user(*, user: User) -> QuerySet:
     return ProjectMembership.objects.filter(user=user).values("project_id")
 
 
+def project_memberships_of_users(*, user_ids: list[int]) -> QuerySet:
+    """(user id, project id) of every membership of these users."""
+    return ProjectMembership.objects.filter(user_id__in=user_ids).values_list("user_id", "project_id")
+
+
 def user_is_project_member(*, user: User, project: Project) -> bool:
     return ProjectMembership.objects.filter(user=user, project=project).exists()
 

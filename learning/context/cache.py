@@ -21,9 +21,11 @@ from typing import Any, TypeVar
 from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
 from django.core.cache.backends.dummy import DummyCache
 from django.core.cache.backends.locmem import LocMemCache
+from django.db.models import F, OrderBy, QuerySet, Window
+from django.db.models.functions import RowNumber
 
 from accounts.models import User
-from accounts.selectors import project_ids_for_user
+from accounts.selectors import project_memberships_of_users
 from feedback.models import TaskFeedback
 from learning.conf import learning_settings
 from learning.models import AgentLearning, LearnedWorkflow, Memory, Preference, TastePattern
@@ -107,21 +109,41 @@ def context_versions(*, user_id: int) -> dict[str, str]:
     )
 
 
-def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
-    """The user's own learned items (and project ids), from the cache under their version, else the tables."""
-    down = CACHE_DOWN in versions
-    version, epoch = versions.get(_version_key(user.pk), "0"), versions.get(_EPOCH_KEY, "0")
-    key = f"learning:context:{user.pk}:{version}:{epoch}"
-    cached = None if down else _safely("get", lambda: cache.get(key), None)
-    if cached is not None:
-        return cached
-    preferences = (
-        Preference.objects.filter(user=user, active=True, candidate=False)  # candidates are never injected
-        .order_by("-confidence", "-times_reinforced")
-        .values_list("id", "category", "preference", "description", "confidence", "needs_review")
-    )
-    ingredients = {
-        "preferences": [
+def _ingredients_key(user_id: int, versions: dict[str, str]) -> str:
+    version, epoch = versions.get(_version_key(user_id), "0"), versions.get(_EPOCH_KEY, "0")
+    return f"learning:context:{user_id}:{version}:{epoch}"
+
+
+def _first_per_user(queryset: QuerySet, *, user_field: str, order: tuple[str, ...], limit: int) -> QuerySet:
+    """The first ``limit`` rows of each user in ``order``: a window over the users asked for, so
+    that one statement serves a user or a batch of them alike."""
+    return queryset.annotate(
+        per_user_rank=Window(
+            RowNumber(),
+            partition_by=[F(user_field)],
+            order_by=[OrderBy(F(f.lstrip("-")), descending=f.startswith("-")) for f in order],
+        )
+    ).filter(per_user_rank__lte=limit)
+
+
+def _ingredients_from_tables(user_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The learned items of these users (and their project ids), in five statements however many
+    users are asked for."""
+    found: dict[int, dict[str, Any]] = {
+        user_id: {"preferences": [], "workflows": [], "taste_patterns": [], "memories": [], "project_ids": set()}
+        for user_id in user_ids
+    }
+    order = ("-confidence", "-times_reinforced")
+    preferences = _first_per_user(
+        Preference.objects.filter(user_id__in=user_ids, active=True, candidate=False),  # candidates are never injected
+        user_field="user_id",
+        order=order,
+        limit=learning_settings.CONTEXT_MAX_PREFERENCES,
+    ).order_by("user_id", *order)
+    for user_id, pk, category, slug, description, confidence, flagged in preferences.values_list(
+        "user_id", "id", "category", "preference", "description", "confidence", "needs_review"
+    ):
+        found[user_id]["preferences"].append(
             {
                 "id": pk,
                 "category": category,
@@ -130,30 +152,45 @@ def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
                 "confidence": round(confidence, 3),
                 "needs_review": flagged,
             }
-            for pk, category, slug, description, confidence, flagged in preferences[
-                : learning_settings.CONTEXT_MAX_PREFERENCES
-            ]
-        ],
-        "workflows": list(
-            LearnedWorkflow.objects.filter(user=user, active=True, visibility="private").values(
-                "id", "workflow_name", "trigger_pattern", "preferred_output", "example_input", "confidence"
-            )
-        ),
-        "taste_patterns": list(
-            TastePattern.objects.filter(user=user, status__in=TASTE_APPLIED)
-            .order_by("-confidence", "-observations", "-updated_at", "-pk")
-            .values("id", "plugin", "command", "correction_type", "direction", "instruction", "status", "confidence")
-        ),
-        "memories": [
+        )
+    for workflow in (
+        LearnedWorkflow.objects.filter(user_id__in=user_ids, active=True, visibility="private")
+        .order_by("user_id", "-confidence", "-times_detected")
+        .values("user_id", "id", "workflow_name", "trigger_pattern", "preferred_output", "example_input", "confidence")
+    ):
+        found[workflow["user_id"]]["workflows"].append({k: v for k, v in workflow.items() if k != "user_id"})
+    for pattern in (
+        TastePattern.objects.filter(user_id__in=user_ids, status__in=TASTE_APPLIED)
+        .order_by("user_id", "-confidence", "-observations", "-updated_at", "-pk")
+        .values(
+            "user_id", "id", "plugin", "command", "correction_type", "direction", "instruction", "status", "confidence"
+        )
+    ):
+        found[pattern["user_id"]]["taste_patterns"].append({k: v for k, v in pattern.items() if k != "user_id"})
+    order = ("-confidence", "-created_at")
+    memories = _first_per_user(
+        Memory.objects.filter(owner_id__in=user_ids, visibility=Memory.Visibility.PRIVATE, status=Memory.Status.ACTIVE),
+        user_field="owner_id",
+        order=order,
+        limit=learning_settings.CONTEXT_MAX_MEMORIES,
+    ).order_by("owner_id", *order)
+    for owner_id, pk, kind, content in memories.values_list("owner_id", "id", "kind", "content"):
+        found[owner_id]["memories"].append(
             {"id": str(pk), "kind": kind, "content": content, "visibility": "private", "project": None}
-            for pk, kind, content in Memory.objects.filter(
-                owner=user, visibility=Memory.Visibility.PRIVATE, status=Memory.Status.ACTIVE
-            )
-            .order_by("-confidence", "-created_at")
-            .values_list("id", "kind", "content")[: learning_settings.CONTEXT_MAX_MEMORIES]
-        ],
-        "project_ids": set(project_ids_for_user(user=user).values_list("project_id", flat=True)),
-    }
+        )
+    for user_id, project_id in project_memberships_of_users(user_ids=user_ids):
+        found[user_id]["project_ids"].add(project_id)
+    return found
+
+
+def user_ingredients(*, user: User, versions: dict[str, str]) -> dict[str, Any]:
+    """The user's own learned items (and project ids), from the cache under their version, else the tables."""
+    down = CACHE_DOWN in versions
+    key = _ingredients_key(user.pk, versions)
+    cached = None if down else _safely("get", lambda: cache.get(key), None)
+    if cached is not None:
+        return cached
+    ingredients = _ingredients_from_tables([user.pk])[user.pk]
     if not down:
         _safely("set", lambda: cache.set(key, ingredients, timeout=learning_settings.CONTEXT_CACHE_SECONDS), None)
     return ingredients
@@ -169,18 +206,29 @@ def context_warm(*, users: Iterable[User]) -> int:
     """Refresh ahead: put each user's ingredients in the cache under their current version, so that
     the request after a change of their learned items reads the cache instead of five tables (the
     analysis worker calls it after each batch, off the request path). Up to date is what a reader
-    would build itself: the version is read first and the tables after, so what is stored under a
-    version is never older than the change that set it. Returns how many users were looked at."""
+    would build itself: the versions are read first and the tables after, so what is stored under a
+    version is never older than the change that set it. Three cache round trips and, for the users
+    whose ingredients are not cached under their version, five statements, whatever the number of
+    users. Returns how many users were looked at."""
     if isinstance(caches[DEFAULT_CACHE_ALIAS], DummyCache):
         return 0
-    seen = 0
-    for user in {user.pk: user for user in users}.values():
-        versions = context_versions(user_id=user.pk)
-        if CACHE_DOWN in versions:
-            break  # nothing to warm; the requests build from the tables meanwhile
-        user_ingredients(user=user, versions=versions)
-        seen += 1
-    return seen
+    user_ids = sorted({user.pk for user in users})
+    if not user_ids:
+        return 0
+    names = [_version_key(user_id) for user_id in user_ids] + [_EPOCH_KEY]
+    versions = _safely("versions", lambda: cache.get_many(names), None)
+    if versions is None:
+        return 0  # nothing to warm; the requests build from the tables meanwhile
+    keys = {user_id: _ingredients_key(user_id, versions) for user_id in user_ids}
+    cached = _safely("get", lambda: cache.get_many(list(keys.values())), None)
+    if cached is None:
+        return 0
+    stale = [user_id for user_id, key in keys.items() if key not in cached]
+    if stale:
+        built = _ingredients_from_tables(stale)
+        fresh = {keys[user_id]: built[user_id] for user_id in stale}
+        _safely("set", lambda: cache.set_many(fresh, timeout=learning_settings.CONTEXT_CACHE_SECONDS), None)
+    return len(user_ids)
 
 
 # The shared ingredients of the current shared version, kept in this process too: the version

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from learning.context.build import context_build
-from learning.context.cache import cache_is_shared, context_warm
-from learning.models import Preference
+from learning.context.cache import cache_is_shared, context_versions, context_warm, user_ingredients
+from learning.models import Memory, Preference
 from learning.services import messages, preferences
-from tests.factories import UserFactory
+from tests.factories import (
+    LearnedWorkflowFactory,
+    MembershipFactory,
+    MemoryFactory,
+    PreferenceFactory,
+    ProjectFactory,
+    TastePatternFactory,
+    UserFactory,
+)
 
 
 def test_context_reads_the_cache_until_a_write_invalidates_it(
@@ -73,3 +82,51 @@ def test_warming_without_a_cache_reads_nothing(db, settings, django_assert_num_q
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
     with django_assert_num_queries(0):
         assert context_warm(users=[UserFactory.build(pk=1)]) == 0
+
+
+def test_warming_a_batch_of_users_reads_the_tables_once_and_caches_what_each_would_build(
+    db, settings, django_assert_num_queries
+):
+    """The worker warms every user of a batch with five statements in all; each user's cached
+    ingredients are what building their context alone reads, within the per-user limits."""
+    settings.CONTEXT_MAX_PREFERENCES = 2
+    settings.CONTEXT_MAX_MEMORIES = 2
+    users = UserFactory.create_batch(3)
+    rich, plain, empty = users
+    for confidence in (0.5, 0.9, 0.7):
+        PreferenceFactory(user=rich, confidence=confidence, description=f"Rule at {confidence}")
+    PreferenceFactory(user=plain, confidence=0.6)
+    PreferenceFactory(user=rich, confidence=0.95, candidate=True)  # never injected
+    for confidence in (0.3, 0.8, 0.6):
+        MemoryFactory(owner=rich, confidence=confidence)
+    MemoryFactory(owner=plain)
+    LearnedWorkflowFactory(user=rich, confidence=0.4)
+    LearnedWorkflowFactory(user=rich, confidence=0.9)
+    TastePatternFactory(user=plain)
+    project = ProjectFactory()
+    MembershipFactory(user=rich, project=project)
+
+    with django_assert_num_queries(5):
+        assert context_warm(users=[*users, rich]) == 3
+    with django_assert_num_queries(0):
+        warmed = {u.pk: user_ingredients(user=u, versions=context_versions(user_id=u.pk)) for u in users}
+    cache.clear()
+    alone = {u.pk: user_ingredients(user=u, versions=context_versions(user_id=u.pk)) for u in users}
+    assert warmed == alone
+    assert [p["description"] for p in warmed[rich.pk]["preferences"]] == ["Rule at 0.9", "Rule at 0.7"]
+    assert [m["content"] for m in warmed[rich.pk]["memories"]] == [
+        Memory.objects.get(owner=rich, confidence=c).content for c in (0.8, 0.6)
+    ]
+    assert [w["confidence"] for w in warmed[rich.pk]["workflows"]] == [0.9, 0.4]
+    assert warmed[rich.pk]["project_ids"] == {project.pk}
+    assert len(warmed[plain.pk]["taste_patterns"]) == 1
+    assert warmed[plain.pk]["project_ids"] == set()
+    assert warmed[empty.pk] == {
+        "preferences": [],
+        "workflows": [],
+        "taste_patterns": [],
+        "memories": [],
+        "project_ids": set(),
+    }
+    with django_assert_num_queries(0):  # all three cached under their versions: nothing to rebuild
+        assert context_warm(users=users) == 3
