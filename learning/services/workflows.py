@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from accounts.models import Project, User
@@ -23,14 +24,14 @@ from learning.services.undo import row_restore, row_snapshot, undo_record, undo_
 PRIVATE = "private"
 
 
-def _example(requests: Sequence[ChatMessage]) -> tuple[str, str]:
-    """The newest request that has an answer (the assistant message that followed it in its session
-    before the user spoke again), with the answer; else the newest request alone. One query."""
+def _answered_example(message_ids: Sequence[Any]) -> tuple[str, str] | None:
+    """The newest of these requests that has an answer (the assistant message that followed it in its
+    session before the user spoke again), with the answer; None when none has one. One query."""
     following = ChatMessage.objects.filter(
         user_id=OuterRef("user_id"), session_id=OuterRef("session_id"), created_at__gt=OuterRef("created_at")
     ).order_by("created_at")
-    answered = (
-        ChatMessage.objects.filter(pk__in=[r.pk for r in requests])
+    return (
+        ChatMessage.objects.filter(pk__in=list(message_ids))
         .annotate(
             next_role=Subquery(following.values("role")[:1]), next_content=Subquery(following.values("content")[:1])
         )
@@ -40,9 +41,6 @@ def _example(requests: Sequence[ChatMessage]) -> tuple[str, str]:
         .values_list("content", "next_content")
         .first()
     )
-    if answered is not None:
-        return answered[0], answered[1]
-    return (requests[-1].content if requests else ""), ""
 
 
 def workflow_learn(
@@ -50,8 +48,7 @@ def workflow_learn(
 ) -> LearnedWorkflow:
     """Create the workflow three same-task requests revealed (named after the group, with its
     example and format), or count one more occurrence of the known one it matches."""
-    requests = list(ChatMessage.objects.filter(pk__in=[p.message_id for p in past]).order_by("created_at"))
-    requests.append(message)
+    request_ids = [p.message_id for p in past] + [message.pk]
     vectors = [vector, *(p.embedding for p in past if p.embedding is not None)]
     centroid = np.mean(np.vstack(vectors), axis=0).astype(np.float32)
     centroid /= np.linalg.norm(centroid) or 1.0
@@ -70,8 +67,9 @@ def workflow_learn(
             ).same_task
         ]
         if not matches:
+            requests = [*ChatMessage.objects.filter(pk__in=request_ids[:-1]).order_by("created_at"), message]
             texts = [m.content for m in requests]
-            example_input, example_output = _example(requests)
+            example_input, example_output = _answered_example(request_ids) or (message.content, "")
             output = finding.preferred_output or detection.preferred_output(texts)
             name = detection.workflow_name(texts)
             return LearnedWorkflow.objects.create(
@@ -88,28 +86,27 @@ def workflow_learn(
             )
         index, _ = max(matches, key=lambda m: m[1].score)
         best = known[index]
-        # The name stays as first given: a workflow the user knows by name does not drift.
+        # The name stays as first given: a workflow the user knows by name does not drift. The row is
+        # locked (select_for_update), so its count is added to here rather than in SQL.
         fields = ["embedding", "times_detected", "confidence", "updated_at"]
         if best.embedding is not None:
             merged = best.embedding * best.times_detected + vector
             best.embedding = (merged / (np.linalg.norm(merged) or 1.0)).astype(np.float32)
         else:
             best.embedding = centroid
-        best.times_detected = F("times_detected") + 1
+        best.times_detected += 1
         best.confidence = round(reinforced(best.confidence, finding.confidence), 4)
         if finding.preferred_output and not best.preferred_output:
             best.preferred_output = finding.preferred_output[:500]
             fields.append("preferred_output")
-        if not best.example_output:
-            example_input, example_output = _example(requests)
-            if example_output:
-                best.example_input, best.example_output = example_input[:4000], example_output[:8000]
-                best.learned_steps = detection.learned_steps(
-                    name=best.workflow_name, output_format=best.preferred_output, example_output=example_output
-                )
-                fields += ["example_input", "example_output", "learned_steps"]
+        if not best.example_output and (answered := _answered_example(request_ids)) is not None:
+            example_input, example_output = answered
+            best.example_input, best.example_output = example_input[:4000], example_output[:8000]
+            best.learned_steps = detection.learned_steps(
+                name=best.workflow_name, output_format=best.preferred_output, example_output=example_output
+            )
+            fields += ["example_input", "example_output", "learned_steps"]
         best.save(update_fields=fields)
-        best.refresh_from_db(fields=["times_detected"])
         return best
 
 

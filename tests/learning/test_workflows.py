@@ -16,7 +16,7 @@ from learning.context.render import context_render
 from learning.models import LearnedWorkflow, PromptPattern
 from learning.services import messages
 from learning.services.usages import usages_record
-from learning.services.workflows import _example
+from learning.services.workflows import _answered_example
 from tests.factories import LearnedWorkflowFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -347,5 +347,8 @@ def test_the_example_is_the_newest_request_answered_before_the_user_spoke_again(
     say("user", "Never mind, later", "b")  # the user spoke again: the later assistant turn is not its answer
     say("assistant", "Answer to something else", "b")
     third = say("user", "Summarise the Acme invoice thread", "c")  # not answered yet
-    assert _example([first, second, third]) == ("Summarise the Harbour invoice thread", "Answer to the first")
-    assert _example([second, third]) == ("Summarise the Acme invoice thread", "")
+    assert _answered_example([first.pk, second.pk, third.pk]) == (
+        "Summarise the Harbour invoice thread",
+        "Answer to the first",
+    )
+    assert _answered_example([second.pk, third.pk]) is None
