@@ -29,6 +29,7 @@ trap pairs alone 0.83 -> 0.87), again without fitting anything to the sessions.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -422,7 +423,12 @@ def workflow_name(texts: Sequence[str]) -> str:
     if len(texts) == 1:
         return request_core(texts[0])
     _vectors([w for t in texts for w in content_words(t)])
-    scores = [sum(task_similarity(a, b, 0.0).whole for j, b in enumerate(texts) if j != i) for i, a in enumerate(texts)]
+    # How well each request's words align with all the others' (the alignment is symmetric: each pair once).
+    scores = [0.0] * len(texts)
+    for i, j in itertools.combinations(range(len(texts)), 2):
+        whole = task_similarity(texts[i], texts[j], 0.0).whole
+        scores[i] += whole
+        scores[j] += whole
     cores = [request_core(t) for t in texts]
 
     # Imperative requests first (a base-form verb opens the trimmed request, no question mark), then
