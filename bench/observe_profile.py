@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--top", type=int, default=25, help="functions to list by call count (0: none)")
     parser.add_argument("--queries", action="store_true", help="print the statements run, by shape")
+    parser.add_argument("--dump", default=None, help="write the worker's profile here (pstats; snakeviz, pstats)")
     args = parser.parse_args()
 
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "false"  # queued to memory://, analysed below as the worker would
@@ -124,6 +125,8 @@ def main() -> None:
         f"analysis of {analysed} messages (batches of {batch_size}): {len(worker_sql) / analysed:.2f} queries, "
         f"{calls(profiler) / analysed:,.0f} function calls, {1000 * worker_cpu / analysed:.2f} ms CPU per message"
     )
+    if args.dump:
+        profiler.dump_stats(args.dump)
     if args.queries:
         for title, captured in (("request", requests_sql), ("worker", worker_sql)):
             print(f"--- {title}: statements ---")
