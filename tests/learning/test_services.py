@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError, connection, connections, transaction
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent
@@ -290,3 +292,46 @@ def test_earlier_turns_are_read_with_their_stored_vectors(user, analyzer, monkey
     )
     assert analysis.detected == fresh.detected  # the same reading as with everything embedded afresh
     assert analysis.confidence == pytest.approx(fresh.confidence, abs=1e-4)
+
+
+def _while_the_preference_writer_lock_is_held(user, action):
+    """Run ``action`` on this connection, with a 1 s lock timeout, while another connection holds
+    the user's preference-writer lock (``preferences._one_writer``) in an open transaction."""
+    taken, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                preferences._one_writer(user.pk)
+                taken.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert taken.wait(10)
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '1s'")
+            action()
+    finally:
+        release.set()
+        holder.join()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_storing_a_preference_holds_up_other_writers_of_it_but_not_the_users_next_message():
+    """The worker storing what one message taught must not make the user's next request wait on it
+    (every insert naming the user takes a key-share lock on their row); two writers of the user's
+    preferences still take turns."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks need PostgreSQL; the PostgreSQL run covers this")
+    user = UserFactory()
+    _while_the_preference_writer_lock_is_held(
+        user, lambda: ChatMessage.objects.create(user=user, session_id="s", role="user", content="next")
+    )
+    assert ChatMessage.objects.filter(user=user, content="next").exists()
+    with pytest.raises(OperationalError, match="lock timeout"):
+        _while_the_preference_writer_lock_is_held(user, lambda: preferences._one_writer(user.pk))
