@@ -23,6 +23,15 @@ def changed_after_commit(user_id: int) -> None:
     transaction.on_commit(lambda: context_invalidate(user_id=user_id))
 
 
+def user_writer_lock(user_id: int) -> None:
+    """Take the user's writer lock until the transaction ends: one writer of a user's learned
+    preferences and workflows at a time, so two workers cannot both create the same new one. FOR NO
+    KEY UPDATE of the user's row, not FOR UPDATE: it excludes the other writers alike, but not the
+    key-share lock that every insert naming the user takes (their next message, its prompt pattern,
+    an event), so what the worker stores never holds up the user's requests."""
+    User.objects.select_for_update(no_key=True).filter(pk=user_id).first()
+
+
 def message_event_record(message: ChatMessage, kind: str, **fields: object) -> None:
     """Write what the analysis saw into the feedback stream, tied to the message."""
     event_record(

@@ -28,7 +28,13 @@ from learning.analyzer.base import AnalyzerInput, PreferenceFinding
 from learning.conf import learning_settings
 from learning.context.cache import context_invalidate_all
 from learning.models import PREFERENCE_CATEGORIES, ChatMessage, Preference
-from learning.services.common import changed_after_commit, message_event_record, reinforced, steering_flag
+from learning.services.common import (
+    changed_after_commit,
+    message_event_record,
+    reinforced,
+    steering_flag,
+    user_writer_lock,
+)
 from learning.services.undo import fields_snapshot, row_restore, row_snapshot, undo_record, undo_take
 
 AXIS_PATTERN = re.compile(r"^[a-z_]{1,30}:[a-z_]{1,30}$")
@@ -143,14 +149,6 @@ def _match(rows: list[Preference], stated: Stated, vector: np.ndarray) -> Prefer
     return best
 
 
-def _one_writer(user_id: int) -> None:
-    """Take the user's preference-writer lock until the transaction ends: one writer of a user's
-    preferences at a time. FOR NO KEY UPDATE of the user's row, not FOR UPDATE: it excludes the other
-    writers alike, but not the key-share lock that every insert naming the user takes (their next
-    message, its prompt pattern, an event), so storing a preference never holds up their requests."""
-    User.objects.select_for_update(no_key=True).filter(pk=user_id).first()
-
-
 def _store(
     *, user: User, stated: Stated, vector: np.ndarray, source_message: ChatMessage | None, undoable: bool = False
 ) -> tuple[Preference, bool]:
@@ -160,7 +158,7 @@ def _store(
     manual = stated.source == Preference.Source.MANUAL
     candidate = not manual and stated.confidence < learning_settings.PREFERENCE_MIN_CONFIDENCE
     with transaction.atomic():
-        _one_writer(user.pk)  # two workers must not both create the same new preference
+        user_writer_lock(user.pk)  # two workers must not both create the same new preference
         rows = list(Preference.objects.filter(user=user))
         row = _match(rows, stated, vector)
         created = row is None
@@ -330,7 +328,7 @@ def preference_set_active(*, preference: Preference, active: bool) -> Preference
     coexist). Undoable: ``preference_undo`` puts back this row and those it superseded."""
     now = timezone.now()
     with transaction.atomic():
-        _one_writer(preference.user_id)
+        user_writer_lock(preference.user_id)
         row = Preference.objects.select_for_update().get(pk=preference.pk)
         before = fields_snapshot(row, SWITCH_FIELDS)
         row.active = active
@@ -385,7 +383,7 @@ def preference_undo(*, user: User, preference_id: int) -> tuple[str, Preference 
     back as it was); the rows the change superseded get their state back. (action, the row or None)."""
     now = timezone.now()
     with transaction.atomic():
-        _one_writer(user.pk)
+        user_writer_lock(user.pk)
         entry = undo_take(user=user, subject_type="preference", subject_id=preference_id, label="preference")
         before = entry.before
         if entry.action == "deleted":

@@ -18,7 +18,7 @@ from learning.analyzer import workflows as detection
 from learning.analyzer.base import WorkflowFinding
 from learning.context.cache import context_invalidate_shared
 from learning.models import ChatMessage, LearnedWorkflow, PromptPattern
-from learning.services.common import changed_after_commit, reinforced
+from learning.services.common import changed_after_commit, reinforced, user_writer_lock
 from learning.services.undo import row_restore, row_snapshot, undo_record, undo_take
 
 PRIVATE = "private"
@@ -53,6 +53,7 @@ def workflow_learn(
     centroid = np.mean(np.vstack(vectors), axis=0).astype(np.float32)
     centroid /= np.linalg.norm(centroid) or 1.0
     with transaction.atomic():
+        user_writer_lock(user.pk)  # two workers must not both create the same new workflow
         changed_after_commit(user.pk)
         known = list(LearnedWorkflow.objects.select_for_update().filter(user=user, visibility=PRIVATE))
         matches = [

@@ -6,17 +6,19 @@ import itertools
 import threading
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.db import OperationalError, connection, connections, transaction
 from django.utils import timezone
 
 from feedback.models import FeedbackEvent
-from learning.analyzer.base import AnalyzerInput
+from learning.analyzer.base import AnalyzerInput, PreferenceFinding, WorkflowFinding
 from learning.conf import learning_settings
 from learning.models import ChatMessage, LearnedWorkflow, Memory, Preference, PromptPattern
-from learning.services import messages, preferences
+from learning.services import messages, preferences, workflows
+from learning.services.common import user_writer_lock
 from learning.tasks import analyze_message, analyze_pending_messages
-from tests.factories import UserFactory
+from tests.factories import ChatMessageFactory, UserFactory
 
 
 @pytest.fixture
@@ -294,15 +296,15 @@ def test_earlier_turns_are_read_with_their_stored_vectors(user, analyzer, monkey
     assert analysis.confidence == pytest.approx(fresh.confidence, abs=1e-4)
 
 
-def _while_the_preference_writer_lock_is_held(user, action):
+def _while_the_writer_lock_is_held(user, action):
     """Run ``action`` on this connection, with a 1 s lock timeout, while another connection holds
-    the user's preference-writer lock (``preferences._one_writer``) in an open transaction."""
+    the user's writer lock (``user_writer_lock``) in an open transaction."""
     taken, release = threading.Event(), threading.Event()
 
     def hold():
         try:
             with transaction.atomic():
-                preferences._one_writer(user.pk)
+                user_writer_lock(user.pk)
                 taken.set()
                 release.wait(10)
         finally:
@@ -322,16 +324,33 @@ def _while_the_preference_writer_lock_is_held(user, action):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_storing_a_preference_holds_up_other_writers_of_it_but_not_the_users_next_message():
+def test_storing_what_a_message_taught_holds_up_other_writers_but_not_the_users_next_message():
     """The worker storing what one message taught must not make the user's next request wait on it
     (every insert naming the user takes a key-share lock on their row); two writers of the user's
-    preferences still take turns."""
+    preferences or workflows still take turns, so two workers cannot both create the same new one."""
     if connection.vendor != "postgresql":
         pytest.skip("row locks need PostgreSQL; the PostgreSQL run covers this")
     user = UserFactory()
-    _while_the_preference_writer_lock_is_held(
+    _while_the_writer_lock_is_held(
         user, lambda: ChatMessage.objects.create(user=user, session_id="s", role="user", content="next")
     )
     assert ChatMessage.objects.filter(user=user, content="next").exists()
-    with pytest.raises(OperationalError, match="lock timeout"):
-        _while_the_preference_writer_lock_is_held(user, lambda: preferences._one_writer(user.pk))
+    stated = PreferenceFinding(category="format", preference="no_emoji", description="No emoji.", confidence=0.9)
+    request = ChatMessageFactory(user=user, content="Write the weekly report for the Harbour site")
+    finding = WorkflowFinding(
+        workflow_name="Write the weekly report",
+        trigger_pattern="weekly report",
+        learned_steps=[],
+        preferred_output="",
+        confidence=0.7,
+    )
+    vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    writers = [
+        lambda: preferences.preference_learn(user=user, finding=stated, source_message=None, vector=vector),
+        lambda: workflows.workflow_learn(user=user, finding=finding, message=request, vector=vector, past=[]),
+    ]
+    for write in writers:
+        with pytest.raises(OperationalError, match="lock timeout"):
+            _while_the_writer_lock_is_held(user, write)
+    assert not Preference.objects.filter(user=user).exists()
+    assert not LearnedWorkflow.objects.filter(user=user).exists()
