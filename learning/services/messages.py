@@ -550,7 +550,8 @@ def _apply(
         workflow = workflow_learn(
             user=user, finding=analysis.workflow, message=message, vector=vector, past=similar_patterns
         )
-        learned.append({"kind": "workflow", "id": str(workflow.pk), "text": workflow.workflow_name})
+        if workflow is not None:
+            learned.append({"kind": "workflow", "id": str(workflow.pk), "text": workflow.workflow_name})
     if analysis.memory is not None:
         memory = memory_remember(owner=user, finding=analysis.memory, source_message=message)
         learned.append({"kind": "memory", "id": str(memory.pk), "text": memory.content[:500]})

@@ -45,17 +45,21 @@ def _answered_example(message_ids: Sequence[Any]) -> tuple[str, str] | None:
 
 def workflow_learn(
     *, user: User, finding: WorkflowFinding, message: ChatMessage, vector: np.ndarray, past: Sequence[PromptPattern]
-) -> LearnedWorkflow:
+) -> LearnedWorkflow | None:
     """Create the workflow three same-task requests revealed (named after the group, with its
-    example and format), or count one more occurrence of the known one it matches."""
+    example and format), or count one more occurrence of the known one it matches (None when the
+    user deleted or shared that one while it was being compared: the occurrence teaches nothing)."""
     request_ids = [p.message_id for p in past] + [message.pk]
     vectors = [vector, *(p.embedding for p in past if p.embedding is not None)]
     centroid = np.mean(np.vstack(vectors), axis=0).astype(np.float32)
     centroid /= np.linalg.norm(centroid) or 1.0
     with transaction.atomic():
-        user_writer_lock(user.pk)  # two workers must not both create the same new workflow
+        # Two workers must not both create the same new workflow: the user's writer lock makes them take
+        # turns. The workflows themselves are compared unlocked (a request injecting one of them writes its
+        # last_used_at meanwhile); only the one reinforced is locked, once chosen.
+        user_writer_lock(user.pk)
         changed_after_commit(user.pk)
-        known = list(LearnedWorkflow.objects.select_for_update().filter(user=user, visibility=PRIVATE))
+        known = list(LearnedWorkflow.objects.filter(user=user, visibility=PRIVATE))
         matches = [
             (i, similarity)
             for i, w in enumerate(known)
@@ -86,7 +90,9 @@ def workflow_learn(
                 embedding=centroid,
             )
         index, _ = max(matches, key=lambda m: m[1].score)
-        best = known[index]
+        best = LearnedWorkflow.objects.select_for_update().filter(pk=known[index].pk, visibility=PRIVATE).first()
+        if best is None:  # deleted or shared meanwhile (workflow_delete, workflow_share_apply)
+            return None
         # The name stays as first given: a workflow the user knows by name does not drift. The row is
         # locked (select_for_update), so its count is added to here rather than in SQL.
         fields = ["embedding", "times_detected", "confidence", "updated_at"]

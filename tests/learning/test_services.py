@@ -11,6 +11,7 @@ import pytest
 from django.db import OperationalError, connection, connections, transaction
 from django.utils import timezone
 
+from core.embeddings import get_embedder
 from feedback.models import FeedbackEvent
 from learning.analyzer.base import AnalyzerInput, PreferenceFinding, WorkflowFinding
 from learning.conf import learning_settings
@@ -299,12 +300,18 @@ def test_earlier_turns_are_read_with_their_stored_vectors(user, analyzer, monkey
 def _while_the_writer_lock_is_held(user, action):
     """Run ``action`` on this connection, with a 1 s lock timeout, while another connection holds
     the user's writer lock (``user_writer_lock``) in an open transaction."""
+    _while_another_transaction_holds(lambda: user_writer_lock(user.pk), action)
+
+
+def _while_another_transaction_holds(holding, action):
+    """Run ``action`` on this connection, with a 1 s lock timeout, while another connection has run
+    ``holding`` in a transaction it keeps open (and commits afterwards)."""
     taken, release = threading.Event(), threading.Event()
 
     def hold():
         try:
             with transaction.atomic():
-                user_writer_lock(user.pk)
+                holding()
                 taken.set()
                 release.wait(10)
         finally:
@@ -354,3 +361,66 @@ def test_storing_what_a_message_taught_holds_up_other_writers_but_not_the_users_
             _while_the_writer_lock_is_held(user, write)
     assert not Preference.objects.filter(user=user).exists()
     assert not LearnedWorkflow.objects.filter(user=user).exists()
+
+
+def _weekly_report_workflows(user):
+    """The user's workflow for a weekly report (three times seen) and an unrelated one, embedded as
+    the worker embeds requests; and a new request for the first."""
+    texts = ["Write the weekly report for the Harbour site", "Translate the safety induction into Polish"]
+    names = ["Write the weekly report", "Translate the induction"]
+    vectors = np.asarray(get_embedder().embed(texts), dtype=np.float32)
+    report, other = (
+        LearnedWorkflow.objects.create(
+            user=user,
+            workflow_name=name,
+            trigger_pattern=text,
+            example_input=text,
+            times_detected=3,
+            confidence=0.7,
+            embedding=vector,
+        )
+        for name, text, vector in zip(names, texts, vectors, strict=True)
+    )
+    request = ChatMessageFactory(user=user, content=texts[0])
+    finding = WorkflowFinding(
+        workflow_name="Write the weekly report",
+        trigger_pattern="weekly report",
+        learned_steps=[],
+        preferred_output="",
+        confidence=0.7,
+    )
+    return (
+        report,
+        other,
+        lambda: workflows.workflow_learn(user=user, finding=finding, message=request, vector=vectors[0], past=[]),
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reinforcing_a_workflow_holds_up_only_that_workflow():
+    """A request injecting a workflow writes its last_used_at: it must not wait on the worker comparing
+    a new request with the user's other workflows, only on the one being reinforced."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks need PostgreSQL; the PostgreSQL run covers this")
+    user = UserFactory()
+    report, other, reinforce = _weekly_report_workflows(user)
+    _while_another_transaction_holds(reinforce, lambda: workflows.workflows_mark_used(workflow_ids=[other.pk]))
+    other.refresh_from_db()
+    assert other.last_used_at is not None
+    with pytest.raises(OperationalError, match="lock timeout"):
+        _while_another_transaction_holds(reinforce, lambda: workflows.workflows_mark_used(workflow_ids=[report.pk]))
+    report.refresh_from_db()
+    assert (report.times_detected, report.last_used_at) == (5, None)
+
+
+def test_a_workflow_deleted_while_compared_is_not_reinforced_or_recreated(user, monkeypatch):
+    report, _, reinforce = _weekly_report_workflows(user)
+    compare = workflows.detection.task_similarity
+
+    def deleted_meanwhile(*args, **kwargs):
+        LearnedWorkflow.objects.filter(pk=report.pk).delete()  # the user's delete, between read and lock
+        return compare(*args, **kwargs)
+
+    monkeypatch.setattr(workflows.detection, "task_similarity", deleted_meanwhile)
+    assert reinforce() is None
+    assert LearnedWorkflow.objects.filter(user=user).count() == 1  # the other one; nothing re-created
