@@ -12,8 +12,10 @@ class PromotionsSettings(AppSettings):
     # read from the trace rollups; relevance per chunk and query neighbourhood estimated with a
     # position-bias model and compared with the neighbourhood's baseline.
     RETRIEVAL_SCAN_DAYS = Tunable(90, minimum=1, maximum=3650, doc="days of search traces the retrieval scan reads")
+    # 1: at five searches of a question a relevant result below the top 3 is rarely used twice, and the
+    # posterior (RETRIEVAL_SCAN_CONFIDENCE) is what should decide; measured in the README (2 -> 1, 2026-12-07).
     RETRIEVAL_SCAN_MIN_SUPPORT = Tunable(
-        2, minimum=1, maximum=1000, doc="uses (a boost) or skips and explicit non-uses (a penalty) a weight needs"
+        1, minimum=1, maximum=1000, doc="uses (a boost) or skips and explicit non-uses (a penalty) a weight needs"
     )
     # Stale and wrong-project marks are explicit reports judged on their own (no position model):
     # their floor stays where it was when the click-evidence floors were lowered for more traffic.

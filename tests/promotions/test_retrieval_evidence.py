@@ -328,6 +328,25 @@ def test_two_uses_low_on_a_page_seen_five_times_are_judged(world, chunks):
     assert (third.pk, "probe") not in decided  # 1.7 looks without a use: too little against a result
 
 
+def test_one_use_low_on_a_page_is_enough_when_the_posterior_is_sure(world, chunks):
+    """Five searches of a question: a relevant result at rank 4 is looked at 1.25 times, expected, and
+    rarely used twice. Used once there while the three above it never were, it is boosted (the posterior
+    decides, not a count of uses); one use in five looks at rank 1 says little, and boosts nothing."""
+    top, second, third, deep = (chunks[k] for k in ("top", "second", "third", "deep"))
+    TraceRollup.objects.bulk_create(
+        [
+            *_busy_window(top, second, third, deep),
+            *(_rollup(chunk, "probe", rank, 5, 0) for rank, chunk in enumerate((top, second, third), start=1)),
+            _rollup(deep, "probe", 4, 5, 1),
+            _rollup(top, "mixed", 1, 5, 1),
+            *(_rollup(chunk, "mixed", rank, 5, 0) for rank, chunk in enumerate((second, third, deep), start=2)),
+        ]
+    )
+    decided = _decided(Propensity(1.0, "prior", 0, 0.1))
+    assert decided[(deep.pk, "probe")] == "helpful"
+    assert decided.get((top.pk, "mixed")) != "helpful"
+
+
 def test_estimates_on_a_simulated_population_not_fitted_on(world, chunks):
     """80 neighbourhoods of four results; in each one chosen at random is relevant (used 60 % of the
     times it is looked at), the others are used 4 % of the time; users look at rank r with probability
