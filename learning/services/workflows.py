@@ -90,30 +90,32 @@ def workflow_learn(
                 embedding=centroid,
             )
         index, _ = max(matches, key=lambda m: m[1].score)
-        best = LearnedWorkflow.objects.select_for_update().filter(pk=known[index].pk, visibility=PRIVATE).first()
-        if best is None:  # deleted or shared meanwhile (workflow_delete, workflow_share_apply)
-            return None
-        # The name stays as first given: a workflow the user knows by name does not drift. The row is
-        # locked (select_for_update), so its count is added to here rather than in SQL.
-        fields = ["embedding", "times_detected", "confidence", "updated_at"]
+        best = known[index]
+        # The name stays as first given: a workflow the user knows by name does not drift. The fields
+        # written here are written only here, under the writer lock taken above, so the row read after
+        # it is current for them; one UPDATE writes them (and locks the row until commit). It updates
+        # nothing when the user deleted or shared the workflow meanwhile (workflow_delete, share_apply).
+        changes: dict[str, Any] = {"times_detected": best.times_detected + 1, "updated_at": timezone.now()}
         if best.embedding is not None:
             merged = best.embedding * best.times_detected + vector
-            best.embedding = (merged / (np.linalg.norm(merged) or 1.0)).astype(np.float32)
+            changes["embedding"] = (merged / (np.linalg.norm(merged) or 1.0)).astype(np.float32)
         else:
-            best.embedding = centroid
-        best.times_detected += 1
-        best.confidence = round(reinforced(best.confidence, finding.confidence), 4)
+            changes["embedding"] = centroid
+        changes["confidence"] = round(reinforced(best.confidence, finding.confidence), 4)
         if finding.preferred_output and not best.preferred_output:
-            best.preferred_output = finding.preferred_output[:500]
-            fields.append("preferred_output")
+            changes["preferred_output"] = finding.preferred_output[:500]
         if not best.example_output and (answered := _answered_example(request_ids)) is not None:
             example_input, example_output = answered
-            best.example_input, best.example_output = example_input[:4000], example_output[:8000]
-            best.learned_steps = detection.learned_steps(
-                name=best.workflow_name, output_format=best.preferred_output, example_output=example_output
+            changes["example_input"], changes["example_output"] = example_input[:4000], example_output[:8000]
+            changes["learned_steps"] = detection.learned_steps(
+                name=best.workflow_name,
+                output_format=changes.get("preferred_output", best.preferred_output),
+                example_output=example_output,
             )
-            fields += ["example_input", "example_output", "learned_steps"]
-        best.save(update_fields=fields)
+        if not LearnedWorkflow.objects.filter(pk=best.pk, visibility=PRIVATE).update(**changes):
+            return None
+        for name, value in changes.items():
+            setattr(best, name, value)
         return best
 
 
