@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import OperationalError, connection, models, transaction
 
 T = TypeVar("T")
@@ -38,6 +39,27 @@ def atomic_retrying_deadlocks(write: Callable[[], T], *, attempts: int = 3) -> T
                 raise
             logger.warning("deadlock broken by the database; retrying the transaction (attempt %s)", attempt)
     raise AssertionError("unreachable")
+
+
+def commit_without_waiting_for_disk() -> None:
+    """Let the current transaction's COMMIT return before its write-ahead log is flushed to disk
+    (PostgreSQL's ``synchronous_commit = off``, for this transaction alone), when
+    ``OBSERVATIONS_ASYNC_COMMIT`` allows it. For observations only (an observed message, a search
+    trace): their request's answer is the context or the results, not a promise that the record
+    survives. A crash of the database server (not of this service or its worker) can then lose the
+    last such commits, at most three ``wal_writer_delay`` (0.6 s by default); it never corrupts data
+    or keeps half a transaction. On the 2-core bench machine a one-row commit took 0.65 / 1.0 ms (p50 /
+    p95) quiet and 4.0 / 8.0 ms while a test suite ran beside it, 0.4 / 0.7 and 0.1 / 0.2-1.4 ms without
+    the wait: the disk is shared with everything else. Call it inside the transaction it applies to;
+    inside a transaction some caller opened around it (other writes may share it) it does nothing."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("commit_without_waiting_for_disk() applies to a transaction: call it inside atomic().")
+    if connection.vendor != "postgresql" or not settings.OBSERVATIONS_ASYNC_COMMIT:
+        return
+    if len(connection.atomic_blocks) > 1:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 def rows_insert(

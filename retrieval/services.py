@@ -17,7 +17,7 @@ from accounts.actors import Actor
 from accounts.models import Project, ProjectMembership
 from accounts.selectors import actor_may_use_project
 from config.exceptions import AccessDenied, ApplicationError, Conflict, NotFoundError
-from core.db import atomic_retrying_deadlocks, insert_with_children
+from core.db import atomic_retrying_deadlocks, commit_without_waiting_for_disk, insert_with_children
 from core.embeddings import get_embedder
 from core.text import digest
 from feedback.models import EventFamily, Signal
@@ -518,17 +518,20 @@ def search(
         # One order for every writer: foreign-key row locks are taken in insertion order.
         for hit in sorted(hits, key=lambda hit: (hit.chunk.document_id, hit.rank))
     ]
+
     # The trace and its results in one statement (PostgreSQL). A deadlock at COMMIT (the results'
     # deferred foreign-key checks against a concurrent writer of the documents) is retried: the
-    # search itself succeeded and the trace must not be lost.
-    atomic_retrying_deadlocks(
-        lambda: insert_with_children(
+    # search itself succeeded and the trace must not be lost to it.
+    def write() -> None:
+        commit_without_waiting_for_disk()  # an observation: the answer is the results
+        insert_with_children(
             parent=trace,
             children=results,
             link="trace",
             varying=("document", "chunk", "rank", "score", "weight", "natural_rank", "explored"),
         )
-    )
+
+    atomic_retrying_deadlocks(write)
     return SearchResult(trace_id=str(trace.pk), hits=hits)
 
 

@@ -104,6 +104,9 @@ else:
             options = DATABASES["default"].setdefault("OPTIONS", {})
             if "jit" not in options.get("options", ""):
                 options["options"] = f"{options.get('options', '')} -c jit=off".strip()
+# Observations (an observed message, a search trace) commit without waiting for the disk on PostgreSQL
+# (core.db.commit_without_waiting_for_disk): a database crash may lose the last 0.6 s of them.
+OBSERVATIONS_ASYNC_COMMIT = env.bool("OBSERVATIONS_ASYNC_COMMIT", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"

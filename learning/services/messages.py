@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from accounts.models import Project, User
 from config.exceptions import ApplicationError, Conflict
+from core.db import commit_without_waiting_for_disk
 from core.embeddings import KnownVectors, get_embedder
 from core.text import digest, summarize, words
 from feedback.models import EventFamily, Signal
@@ -141,6 +142,8 @@ def _observe(
     scope = Scope(project_id=project.pk if project else None)
     context = context_build(user=user, message=content if role == ChatMessage.Role.USER else None, scope=scope)
     with transaction.atomic():
+        # An observation: the answer is the context; a database crash may lose the last moments of them.
+        commit_without_waiting_for_disk()
         message = ChatMessage.objects.create(
             id=message_id,
             session_id=session_id,

@@ -9,11 +9,21 @@ import pytest
 from django.db import OperationalError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from accounts.actors import Actor
 from accounts.models import Project
-from core.db import PARAMETERS_PER_STATEMENT, atomic_retrying_deadlocks, insert_with_children, rows_insert
+from core.db import (
+    PARAMETERS_PER_STATEMENT,
+    atomic_retrying_deadlocks,
+    commit_without_waiting_for_disk,
+    insert_with_children,
+    rows_insert,
+)
+from learning.services.messages import message_observe
 from promotions.models import RetrievalScanJudgement
 from retrieval.models import RetrievalFeedback, RetrievalQuery, TraceRollup
 from retrieval.rollups import COUNTS
+from retrieval.services import search
+from tests.factories import UserFactory
 
 
 class _SqlError(Exception):
@@ -140,3 +150,53 @@ def test_insert_with_children_refuses_children_that_differ_outside_varying():
     with pytest.raises(ValueError, match="query_text differs"):
         insert_with_children(parent=trace, children=children, link="trace", varying=("rank",))
     assert not RetrievalQuery.objects.exists()
+
+
+def _synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_observation_commits_without_waiting_for_the_disk_in_its_own_transaction_only(settings):
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit is PostgreSQL's; the PostgreSQL run covers this")
+    settings.OBSERVATIONS_ASYNC_COMMIT = True
+    with transaction.atomic():
+        commit_without_waiting_for_disk()
+        assert _synchronous_commit() == "off"
+    assert _synchronous_commit() == "on"  # SET LOCAL: the connection's next transactions wait again
+    with transaction.atomic():  # a caller's transaction, which other writes may share: left as it is
+        with transaction.atomic():
+            commit_without_waiting_for_disk()
+        assert _synchronous_commit() == "on"
+    settings.OBSERVATIONS_ASYNC_COMMIT = False
+    with transaction.atomic():
+        commit_without_waiting_for_disk()
+        assert _synchronous_commit() == "on"
+
+
+def test_committing_without_waiting_needs_a_transaction():
+    with pytest.raises(RuntimeError, match="inside atomic"):
+        commit_without_waiting_for_disk()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_observed_messages_and_search_traces_are_the_writes_that_do_not_wait(settings):
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit is PostgreSQL's; the PostgreSQL run covers this")
+    settings.OBSERVATIONS_ASYNC_COMMIT = True
+    user = UserFactory()
+
+    def first_write_after_relaxing(captured: list[dict]) -> str:
+        statements = [q["sql"] for q in captured]
+        at = statements.index("SET LOCAL synchronous_commit TO OFF")
+        return statements[at + 1].split("(")[0]
+
+    with CaptureQueriesContext(connection) as observed:
+        message_observe(user=user, session_id="s", content="I have two cats.")
+    assert first_write_after_relaxing(observed.captured_queries).startswith('INSERT INTO "chat_history"')
+    with CaptureQueriesContext(connection) as searched:
+        search(actor=Actor(user=user), query="boundary layer transition", k=3)
+    assert '"retrieval_queries"' in first_write_after_relaxing(searched.captured_queries)
