@@ -18,7 +18,7 @@ from core.ids import parse_uuid
 from retrieval.conf import clamp_multiplier, retrieval_settings
 from retrieval.index import get_index, uses_hnsw
 from retrieval.models import Chunk, RetrievalQuery, RetrievalWeight, WeightScope, WeightStatus
-from retrieval.scope import near_paraphrase, query_terms
+from retrieval.scope import ScopeRule, near_paraphrase, query_terms
 
 
 def document_visibility_q(*, actor: Actor, prefix: str = "") -> Q:
@@ -85,15 +85,19 @@ def anchor_vectors(learning: dict) -> np.ndarray:
 WeightRow = tuple[str, int | None, np.ndarray | None, list, float | None, float]
 
 
-def _multiplier(rows: list[WeightRow], project: Project | None, query_vector: np.ndarray, terms: set[str]) -> float:
+def _multiplier(
+    rows: list[WeightRow], project: Project | None, query_vector: np.ndarray, terms: set[str], rule: ScopeRule
+) -> float:
     """The product of the weights (in id order) whose scope covers the query, held in bounds at
-    each step: global; this project; or a near-paraphrase of the evidence's queries."""
+    each step: global; this project; or a near-paraphrase of the evidence's queries (by ``rule``,
+    read from the settings once per search: a search weighs each of up to hundreds of candidates)."""
     result = 1.0
     for scope, project_id, anchors, anchor_terms, min_similarity, multiplier in rows:
         if scope == WeightScope.PROJECT and (project is None or project.pk != project_id):
             continue
         if scope == WeightScope.QUERY and (
-            anchors is None or not near_paraphrase(query_vector, terms, anchors, anchor_terms, min_similarity or 1.0)
+            anchors is None
+            or not near_paraphrase(query_vector, terms, anchors, anchor_terms, min_similarity or 1.0, rule)
         ):
             continue
         result = clamp_multiplier(result * multiplier)
@@ -113,7 +117,10 @@ def weights_for(
         .values_list("chunk_id", "scope", "project_id", "query_anchors", "query_terms", "min_similarity", "multiplier")
     ):
         rows.setdefault(chunk_id, []).append(tuple(row))
-    return {chunk_id: _multiplier(chunk_rows, project, query_vector, terms) for chunk_id, chunk_rows in rows.items()}
+    rule = ScopeRule.from_settings()
+    return {
+        chunk_id: _multiplier(chunk_rows, project, query_vector, terms, rule) for chunk_id, chunk_rows in rows.items()
+    }
 
 
 def _candidates_exact(
@@ -207,7 +214,8 @@ def chunks_ranked(
     if uses_hnsw():
         candidates, weight_rows = _candidates_hnsw(actor=actor, project=project, query_vector=query_vector, n=n)
         terms = set(query_terms(query_text))
-        multipliers = {pk: _multiplier(rows, project, query_vector, terms) for pk, rows in weight_rows.items()}
+        rule = ScopeRule.from_settings()
+        multipliers = {pk: _multiplier(rows, project, query_vector, terms, rule) for pk, rows in weight_rows.items()}
     else:
         candidates = _candidates_exact(actor=actor, project=project, query_vector=query_vector, n=n)
         multipliers = weights_for(
@@ -276,10 +284,11 @@ def rank_chunks_many(*, replays: list[Replay], extra: dict[int, float] | None = 
         return []
     found = _candidates_hnsw_many(replays) if uses_hnsw() else _candidates_exact_many(replays)
     rankings = []
+    rule = ScopeRule.from_settings()
     for replay, (candidates, weight_rows) in zip(replays, found, strict=True):
         terms = set(query_terms(replay.query_text))
         multipliers = {
-            pk: _multiplier(rows, replay.project, replay.query_vector, terms) for pk, rows in weight_rows.items()
+            pk: _multiplier(rows, replay.project, replay.query_vector, terms, rule) for pk, rows in weight_rows.items()
         }
         rankings.append([hit.chunk_id for hit in _ranked(candidates, multipliers, extra, replay.k)])
     return rankings
