@@ -297,6 +297,16 @@ def test_earlier_turns_are_read_with_their_stored_vectors(user, analyzer, monkey
     assert analysis.confidence == pytest.approx(fresh.confidence, abs=1e-4)
 
 
+# What the analysis of a request for the weekly report finds (the tests below need no model for it).
+WEEKLY_REPORT = WorkflowFinding(
+    workflow_name="Write the weekly report",
+    trigger_pattern="weekly report",
+    learned_steps=[],
+    preferred_output="",
+    confidence=0.7,
+)
+
+
 def _while_the_writer_lock_is_held(user, action):
     """Run ``action`` on this connection, with a 1 s lock timeout, while another connection holds
     the user's writer lock (``user_writer_lock``) in an open transaction."""
@@ -344,17 +354,10 @@ def test_storing_what_a_message_taught_holds_up_other_writers_but_not_the_users_
     assert ChatMessage.objects.filter(user=user, content="next").exists()
     stated = PreferenceFinding(category="format", preference="no_emoji", description="No emoji.", confidence=0.9)
     request = ChatMessageFactory(user=user, content="Write the weekly report for the Harbour site")
-    finding = WorkflowFinding(
-        workflow_name="Write the weekly report",
-        trigger_pattern="weekly report",
-        learned_steps=[],
-        preferred_output="",
-        confidence=0.7,
-    )
     vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
     writers = [
         lambda: preferences.preference_learn(user=user, finding=stated, source_message=None, vector=vector),
-        lambda: workflows.workflow_learn(user=user, finding=finding, message=request, vector=vector, past=[]),
+        lambda: workflows.workflow_learn(user=user, finding=WEEKLY_REPORT, message=request, vector=vector, past=[]),
     ]
     for write in writers:
         with pytest.raises(OperationalError, match="lock timeout"):
@@ -382,17 +385,10 @@ def _weekly_report_workflows(user):
         for name, text, vector in zip(names, texts, vectors, strict=True)
     )
     request = ChatMessageFactory(user=user, content=texts[0])
-    finding = WorkflowFinding(
-        workflow_name="Write the weekly report",
-        trigger_pattern="weekly report",
-        learned_steps=[],
-        preferred_output="",
-        confidence=0.7,
-    )
     return (
         report,
         other,
-        lambda: workflows.workflow_learn(user=user, finding=finding, message=request, vector=vectors[0], past=[]),
+        lambda: workflows.workflow_learn(user=user, finding=WEEKLY_REPORT, message=request, vector=vectors[0], past=[]),
     )
 
 
