@@ -9,7 +9,7 @@ import numpy as np
 from config.exceptions import ApplicationError, Conflict
 from promotions.models import LearningPromotion
 from retrieval.models import Chunk, RetrievalFeedback, RetrievalQuery
-from retrieval.scope import near_paraphrase, query_terms
+from retrieval.scope import ScopeRule, near_paraphrase, query_terms
 from retrieval.selectors import Replay, anchor_vectors, rank_chunks_many
 
 POSITIVE_OUTCOMES = {"helpful"}
@@ -21,7 +21,7 @@ def _ndcg(ranking: list[int], relevant: set[int], k: int = 10) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def _in_scope(learning: dict, anchors: np.ndarray, trace: RetrievalQuery) -> bool:
+def _in_scope(learning: dict, anchors: np.ndarray, trace: RetrievalQuery, rule: ScopeRule) -> bool:
     scope = learning.get("scope")
     if scope == "global":
         return True
@@ -35,6 +35,7 @@ def _in_scope(learning: dict, anchors: np.ndarray, trace: RetrievalQuery) -> boo
         anchors,
         learning.get("anchor_terms") or [],
         float(learning.get("min_similarity") or 1.0),
+        rule,
     )
 
 
@@ -61,7 +62,8 @@ def retrieval_weight_preview(*, promotion: LearningPromotion, limit: int = 200) 
         )
     recent = list(RetrievalQuery.objects.select_related("project").order_by("-created_at")[:limit])
     anchors = anchor_vectors(learning)
-    touched = [trace for trace in recent if _in_scope(learning, anchors, trace)]
+    rule = ScopeRule.from_settings()  # once per preview, not per trace (as search does)
+    touched = [trace for trace in recent if _in_scope(learning, anchors, trace, rule)]
     judged: dict[str, set[int]] = {}
     for trace_id, pk, cited, used, outcome in (
         RetrievalFeedback.objects.filter(trace_id__in=[t.pk for t in touched])
