@@ -43,7 +43,9 @@ share ``--explore``, and the search latency with and without exploration.
 
 Goals (issue 12, biased users): training >= +30 %, light paraphrases >= +20 %, stronger >= +10 %
 (means over the seeds, relative to each seed's baseline), held-out never below its baseline in any
-seed, with --noise 0 and 0.2. Prints per seed, the means, and whether each goal holds.
+seed, with --noise 0 and 0.2. Prints per seed, the means, and whether each goal holds, and, to tell
+the learner's shortfall from the traffic's, what reranking the training queries from their traffic
+could give at most (``click_bounds``).
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ DATA = next(
 K = 10
 SETS = ("train", "light", "stronger", "held")
 GOALS = {"train": 0.30, "light": 0.20, "stronger": 0.10}
+BOUNDS = ("face_value", "believed_if_relevant", "shown_ordered")  # see click_bounds
+BOUND_DEPTH = 50
 
 
 def parse_smart(path: Path) -> dict[str, dict[str, str]]:
@@ -264,18 +268,21 @@ def main() -> None:
 
     document_of = dict(Chunk.objects.values_list("pk", "document_id"))
 
-    def measure(texts: list[str], positions: list[int]) -> float:
-        """NDCG@10 of search's ranking (the ranking search returns, without exploration and without
-        writing a trace: measuring is not feedback) as an admin sees it."""
+    def documents_ranked(text: str, k: int = K) -> list[str]:
+        """Search's ranking (the ranking search returns, without exploration and without writing a
+        trace: measuring is not feedback) as an admin sees it, as documents."""
         explore_at(0.0)
-        scores = []
-        for text, position in zip(texts, positions, strict=True):
-            ids = rank_chunks(query_vector=get_embedder().embed_one(text), project=None, k=K, query_text=text)
-            if missing := [pk for pk in ids if pk not in document_of]:
-                document_of.update(Chunk.objects.filter(pk__in=missing).values_list("pk", "document_id"))
-            order = list(dict.fromkeys(document_of[pk] for pk in ids))
-            scores.append(ndcg10(order, judgments.get(position, {})))
-        return statistics.fmean(scores)
+        ids = rank_chunks(query_vector=get_embedder().embed_one(text), project=None, k=k, query_text=text)
+        if missing := [pk for pk in ids if pk not in document_of]:
+            document_of.update(Chunk.objects.filter(pk__in=missing).values_list("pk", "document_id"))
+        return list(dict.fromkeys(document_of[pk] for pk in ids))
+
+    def measure(texts: list[str], positions: list[int]) -> float:
+        """NDCG@10 of search's ranking."""
+        return statistics.fmean(
+            ndcg10(documents_ranked(text), judgments.get(position, {}))
+            for text, position in zip(texts, positions, strict=True)
+        )
 
     positions = [p for p in range(len(queries)) if judgments.get(p)]
     if args.cost:
@@ -300,6 +307,7 @@ def main() -> None:
         }
         sets = {"train": train, "light": train, "stronger": train, "held": held}
         before = {name: measure(texts[name], sets[name]) for name in SETS}
+        deeper = {queries[p]: documents_ranked(queries[p], BOUND_DEPTH) for p in train}
         print(f"seed {seed}: measured before in {time.perf_counter() - started:.0f} s", flush=True)
 
         started = time.perf_counter()
@@ -326,6 +334,7 @@ def main() -> None:
                 assert response.status_code == 200, response.content
         traffic = time.perf_counter() - started
         reach = shown_reach(train, queries, judgments, RetrievalFeedback, RetrievalQuery)
+        bounds = click_bounds(deeper, {queries[p]: judgments[p] for p in train}, RetrievalFeedback)
 
         # Queued as a scan run; with no broker it has run by the time the 202 answers.
         response = admin_client.post(
@@ -344,6 +353,7 @@ def main() -> None:
         after = {name: measure(texts[name], sets[name]) for name in SETS}
         weights = RetrievalWeight.objects.filter(status="active").count()
         gains = {name: after[name] / before[name] - 1 for name in SETS}
+        gains.update({name: value / before["train"] - 1 for name, value in bounds.items()})
         rows.append(gains)
         print(
             f"seed {seed}: "
@@ -364,6 +374,7 @@ def main() -> None:
             f"at best at ranks 4-10 ({reach['by_exploration']} only by exploration), {reach['never']} never shown",
             flush=True,
         )
+        print("  training queries, what this traffic could give at most: " + _bounds_line(gains), flush=True)
 
     print(
         f"\nusers {args.users}, noise {args.noise:g}, exploration share {share:g} in training traffic, "
@@ -386,6 +397,10 @@ def main() -> None:
             f"{'met' if ok else 'NOT met'}"
         )
     print("goals met" if met else "goals NOT met")
+    print(
+        "  training queries, what this traffic could give at most (means): "
+        + _bounds_line({name: statistics.fmean(row[name] for row in rows) for name in BOUNDS})
+    )
 
 
 def bench_settings(pg: str, database: str) -> dict[str, str]:
@@ -452,6 +467,53 @@ def shown_reach(train, queries, judgments, RetrievalFeedback, RetrievalQuery) ->
                 counts["by_exploration"] += natural[key] > K
     counts["explored"] = RetrievalQuery.objects.filter(tool_name="bench-train", explored=True).count()
     return counts
+
+
+def click_bounds(
+    deeper: dict[str, list[str]], judged: dict[str, dict[str, int]], RetrievalFeedback
+) -> dict[str, float]:
+    """NDCG@10 of the training queries under three rankings built from the training traffic, each a
+    reordering of the baseline's top BOUND_DEPTH (a bound on what reranking learned from it can do,
+    not a method: the last two read the judgments):
+
+    - ``face_value``: clicks believed: every result used at least once first, every result shown
+      in the top 3 of a search with feedback and never used last;
+    - ``believed_if_relevant``: the same, but only the uses of relevant results and the skips of
+      irrelevant ones acted on (what a learner could do that knew which clicks to believe);
+    - ``shown_ordered``: every result shown in a search with feedback ordered by its judgment
+      (relevant ones first, best grade first; irrelevant ones last), the ceiling this traffic's
+      exposure sets."""
+    used: dict[str, set[str]] = defaultdict(set)
+    high: dict[str, set[str]] = defaultdict(set)
+    shown: dict[str, set[str]] = defaultdict(set)
+    for text, document, rank, use in RetrievalFeedback.objects.filter(
+        tool_name="bench-train", trace__feedback_at__isnull=False
+    ).values_list("query_text", "document_id", "rank", "used_in_answer"):
+        shown[text].add(document)
+        if use:
+            used[text].add(document)
+        elif rank <= 3:
+            high[text].add(document)
+    scores: dict[str, list[float]] = defaultdict(list)
+    for text, order in deeper.items():
+        relevant = judged[text]
+        skipped = high[text] - used[text]
+
+        def reordered(first: set[str], last: set[str], order: list[str] = order) -> list[str]:
+            middle = [d for d in order if d not in first and d not in last]
+            return [d for d in order if d in first] + middle + [d for d in order if d in last and d not in first]
+
+        scores["face_value"].append(ndcg10(reordered(used[text], skipped), relevant))
+        scores["believed_if_relevant"].append(
+            ndcg10(reordered(used[text] & relevant.keys(), skipped - relevant.keys()), relevant)
+        )
+        best = sorted(shown[text] & relevant.keys(), key=lambda d: relevant[d])  # grade 1 is the best
+        scores["shown_ordered"].append(ndcg10(best + [d for d in order if d not in shown[text]], relevant))
+    return {name: statistics.fmean(values) for name, values in scores.items()}
+
+
+def _bounds_line(gains: dict[str, float]) -> str:
+    return ", ".join(f"{name.replace('_', ' ')} {gains[name] * 100:+.1f} %" for name in BOUNDS)
 
 
 def cost(args, share, positions, queries, judgments, evaluator, ranked, explore_at, RetrievalQuery) -> None:
