@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
@@ -117,6 +118,31 @@ def messages_exist(*, user: User) -> bool:
 
 def message_get(*, message_id: str) -> ChatMessage | None:
     return ChatMessage.objects.select_related("user").filter(pk=message_id).first()
+
+
+def answered_request_newest(*, message_ids: Sequence[UUID]) -> tuple[str, str] | None:
+    """The newest of these requests that has an answer (the message that followed it in its session
+    is the assistant's, not empty), with that answer; None when none has one.
+
+    One statement, written out: the worker asks this on every reinforcement of a workflow that has
+    no example yet (with clients that never post answers, on every one), and building it with the
+    ORM (two correlated subqueries) cost 2.4-3.0 ms of CPU a call against 0.15 ms for the statement."""
+    if not message_ids:
+        return None
+    table, pk = ChatMessage._meta.db_table, ChatMessage._meta.pk
+    assert pk is not None
+    ids = [pk.get_db_prep_value(message_id, connection) for message_id in message_ids]
+    sql = (
+        f"SELECT r.content, a.content FROM {table} r JOIN {table} a ON a.id = ("  # noqa: S608 (names, not input)
+        f"SELECT n.id FROM {table} n WHERE n.user_id = r.user_id AND n.session_id = r.session_id "
+        "AND n.created_at > r.created_at ORDER BY n.created_at LIMIT 1) "
+        f"WHERE r.id IN ({', '.join(['%s'] * len(ids))}) AND a.role = %s AND a.content <> '' "
+        "ORDER BY r.created_at DESC LIMIT 1"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*ids, ChatMessage.Role.ASSISTANT.value])
+        row = cursor.fetchone()
+    return (row[0], row[1]) if row else None
 
 
 def recent_messages(*, message: ChatMessage, limit: int = 4) -> list[ChatMessage]:

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from accounts.models import Project, User
@@ -18,29 +17,11 @@ from learning.analyzer import workflows as detection
 from learning.analyzer.base import WorkflowFinding
 from learning.context.cache import context_invalidate_shared
 from learning.models import ChatMessage, LearnedWorkflow, PromptPattern
+from learning.selectors import answered_request_newest
 from learning.services.common import changed_after_commit, reinforced, user_writer_lock
 from learning.services.undo import row_restore, row_snapshot, undo_record, undo_take
 
 PRIVATE = "private"
-
-
-def _answered_example(message_ids: Sequence[Any]) -> tuple[str, str] | None:
-    """The newest of these requests that has an answer (the assistant message that followed it in its
-    session before the user spoke again), with the answer; None when none has one. One query."""
-    following = ChatMessage.objects.filter(
-        user_id=OuterRef("user_id"), session_id=OuterRef("session_id"), created_at__gt=OuterRef("created_at")
-    ).order_by("created_at")
-    return (
-        ChatMessage.objects.filter(pk__in=list(message_ids))
-        .annotate(
-            next_role=Subquery(following.values("role")[:1]), next_content=Subquery(following.values("content")[:1])
-        )
-        .filter(next_role=ChatMessage.Role.ASSISTANT)
-        .exclude(next_content="")
-        .order_by("-created_at")
-        .values_list("content", "next_content")
-        .first()
-    )
 
 
 def workflow_learn(
@@ -74,7 +55,7 @@ def workflow_learn(
         if not matches:
             requests = [*ChatMessage.objects.filter(pk__in=request_ids[:-1]).order_by("created_at"), message]
             texts = [m.content for m in requests]
-            example_input, example_output = _answered_example(request_ids) or (message.content, "")
+            example_input, example_output = answered_request_newest(message_ids=request_ids) or (message.content, "")
             output = finding.preferred_output or detection.preferred_output(texts)
             name = detection.workflow_name(texts)
             return LearnedWorkflow.objects.create(
@@ -104,7 +85,7 @@ def workflow_learn(
         changes["confidence"] = round(reinforced(best.confidence, finding.confidence), 4)
         if finding.preferred_output and not best.preferred_output:
             changes["preferred_output"] = finding.preferred_output[:500]
-        if not best.example_output and (answered := _answered_example(request_ids)) is not None:
+        if not best.example_output and (answered := answered_request_newest(message_ids=request_ids)) is not None:
             example_input, example_output = answered
             changes["example_input"], changes["example_output"] = example_input[:4000], example_output[:8000]
             changes["learned_steps"] = detection.learned_steps(

@@ -14,9 +14,9 @@ from learning.analyzer import workflows as detection
 from learning.context.build import Context, Scope, context_build
 from learning.context.render import context_render
 from learning.models import LearnedWorkflow, PromptPattern
+from learning.selectors import answered_request_newest
 from learning.services import messages
 from learning.services.usages import usages_record
-from learning.services.workflows import _answered_example
 from tests.factories import LearnedWorkflowFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -347,8 +347,11 @@ def test_the_example_is_the_newest_request_answered_before_the_user_spoke_again(
     say("user", "Never mind, later", "b")  # the user spoke again: the later assistant turn is not its answer
     say("assistant", "Answer to something else", "b")
     third = say("user", "Summarise the Acme invoice thread", "c")  # not answered yet
-    assert _answered_example([first.pk, second.pk, third.pk]) == (
+    # Another user's session of the same name is not this user's conversation.
+    messages.message_observe(user=UserFactory(), session_id="c", role="assistant", content="Not an answer to it")
+    assert answered_request_newest(message_ids=[first.pk, second.pk, third.pk]) == (
         "Summarise the Harbour invoice thread",
         "Answer to the first",
     )
-    assert _answered_example([second.pk, third.pk]) is None
+    assert answered_request_newest(message_ids=[second.pk, third.pk]) is None
+    assert answered_request_newest(message_ids=[]) is None
