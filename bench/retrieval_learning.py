@@ -44,8 +44,9 @@ share ``--explore``, and the search latency with and without exploration.
 Goals (issue 12, biased users): training >= +30 %, light paraphrases >= +20 %, stronger >= +10 %
 (means over the seeds, relative to each seed's baseline), held-out never below its baseline in any
 seed, with --noise 0 and 0.2. Prints per seed, the means, and whether each goal holds, and, to tell
-the learner's shortfall from the traffic's, what reranking the training queries from their traffic
-could give at most (``click_bounds``).
+the learner's shortfall from the traffic's, three reference rankings of the training queries built
+from their traffic (``click_references``): a naive learner, an oracle learner and the ceiling the
+traffic's exposure sets.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ DATA = next(
 K = 10
 SETS = ("train", "light", "stronger", "held")
 GOALS = {"train": 0.30, "light": 0.20, "stronger": 0.10}
-BOUNDS = ("face_value", "believed_if_relevant", "shown_ordered")  # see click_bounds
-BOUND_DEPTH = 50
+REFERENCES = ("face_value", "believed_if_relevant", "shown_ordered")  # see click_references
+REFERENCE_DEPTH = 50
 
 
 def parse_smart(path: Path) -> dict[str, dict[str, str]]:
@@ -307,7 +308,7 @@ def main() -> None:
         }
         sets = {"train": train, "light": train, "stronger": train, "held": held}
         before = {name: measure(texts[name], sets[name]) for name in SETS}
-        deeper = {queries[p]: documents_ranked(queries[p], BOUND_DEPTH) for p in train}
+        deeper = {queries[p]: documents_ranked(queries[p], REFERENCE_DEPTH) for p in train}
         print(f"seed {seed}: measured before in {time.perf_counter() - started:.0f} s", flush=True)
 
         started = time.perf_counter()
@@ -334,7 +335,7 @@ def main() -> None:
                 assert response.status_code == 200, response.content
         traffic = time.perf_counter() - started
         reach = shown_reach(train, queries, judgments, RetrievalFeedback, RetrievalQuery)
-        bounds = click_bounds(deeper, {queries[p]: judgments[p] for p in train}, RetrievalFeedback)
+        references = click_references(deeper, {queries[p]: judgments[p] for p in train}, RetrievalFeedback)
 
         # Queued as a scan run; with no broker it has run by the time the 202 answers.
         response = admin_client.post(
@@ -353,7 +354,7 @@ def main() -> None:
         after = {name: measure(texts[name], sets[name]) for name in SETS}
         weights = RetrievalWeight.objects.filter(status="active").count()
         gains = {name: after[name] / before[name] - 1 for name in SETS}
-        gains.update({name: value / before["train"] - 1 for name, value in bounds.items()})
+        gains.update({name: value / before["train"] - 1 for name, value in references.items()})
         rows.append(gains)
         print(
             f"seed {seed}: "
@@ -374,7 +375,7 @@ def main() -> None:
             f"at best at ranks 4-10 ({reach['by_exploration']} only by exploration), {reach['never']} never shown",
             flush=True,
         )
-        print("  training queries, what this traffic could give at most: " + _bounds_line(gains), flush=True)
+        print("  training queries, reranked from this traffic: " + _references_line(gains), flush=True)
 
     print(
         f"\nusers {args.users}, noise {args.noise:g}, exploration share {share:g} in training traffic, "
@@ -398,8 +399,8 @@ def main() -> None:
         )
     print("goals met" if met else "goals NOT met")
     print(
-        "  training queries, what this traffic could give at most (means): "
-        + _bounds_line({name: statistics.fmean(row[name] for row in rows) for name in BOUNDS})
+        "  training queries, reranked from this traffic (means): "
+        + _references_line({name: statistics.fmean(row[name] for row in rows) for name in REFERENCES})
     )
 
 
@@ -469,17 +470,17 @@ def shown_reach(train, queries, judgments, RetrievalFeedback, RetrievalQuery) ->
     return counts
 
 
-def click_bounds(
+def click_references(
     deeper: dict[str, list[str]], judged: dict[str, dict[str, int]], RetrievalFeedback
 ) -> dict[str, float]:
     """NDCG@10 of the training queries under three rankings built from the training traffic, each a
-    reordering of the baseline's top BOUND_DEPTH (a bound on what reranking learned from it can do,
-    not a method: the last two read the judgments):
+    reordering of the baseline's top REFERENCE_DEPTH; yardsticks for the scan, not methods (the last
+    two read the judgments):
 
-    - ``face_value``: clicks believed: every result used at least once first, every result shown
-      in the top 3 of a search with feedback and never used last;
+    - ``face_value``: clicks believed (a naive learner): every result used at least once first,
+      every result shown in the top 3 of a search with feedback and never used last;
     - ``believed_if_relevant``: the same, but only the uses of relevant results and the skips of
-      irrelevant ones acted on (what a learner could do that knew which clicks to believe);
+      irrelevant ones acted on (an oracle learner: one that knew which clicks to believe);
     - ``shown_ordered``: every result shown in a search with feedback ordered by its judgment
       (relevant ones first, best grade first; irrelevant ones last), the ceiling this traffic's
       exposure sets."""
@@ -512,8 +513,8 @@ def click_bounds(
     return {name: statistics.fmean(values) for name, values in scores.items()}
 
 
-def _bounds_line(gains: dict[str, float]) -> str:
-    return ", ".join(f"{name.replace('_', ' ')} {gains[name] * 100:+.1f} %" for name in BOUNDS)
+def _references_line(gains: dict[str, float]) -> str:
+    return ", ".join(f"{name.replace('_', ' ')} {gains[name] * 100:+.1f} %" for name in REFERENCES)
 
 
 def cost(args, share, positions, queries, judgments, evaluator, ranked, explore_at, RetrievalQuery) -> None:
